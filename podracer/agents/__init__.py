@@ -1,0 +1,84 @@
+"""Agents written once for both architectures: a network, an optimiser and a `learn` function.
+
+`learn(learner_state, trajectory, key) -> (learner_state, metrics)` runs inside a
+per-device program over `DEVICE_AXIS` and averages gradients across it, so
+Anakin and Sebulba call the very same function.
+"""
+
+import functools
+from typing import Any, Callable, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from ml_collections import ConfigDict
+
+from podracer.agents import actor_critic, ppo
+from podracer.agents.learner import LearnerState, make_optimizer, sgd_step
+from podracer.agents.networks import ActorCritic
+from podracer.agents.trajectory import Trajectory
+from podracer.envs.base import Environment
+
+AGENTS = ("actor_critic", "ppo")
+
+
+class Agent(NamedTuple):
+    network: ActorCritic
+    init: Callable[[chex.PRNGKey], LearnerState]
+    learn: Callable[[LearnerState, Trajectory, chex.PRNGKey], tuple[LearnerState, dict]]
+
+
+def gradient_steps_per_update(agent_config: ConfigDict) -> int:
+    if agent_config.name == "ppo":
+        return agent_config.num_epochs * agent_config.num_minibatches
+    return 1
+
+
+def make_agent(config: ConfigDict, env: Environment, num_updates: int) -> Agent:
+    """Builds the agent named `config.agent.name` for `env`, to run `num_updates` updates."""
+    agent_config, opt = config.agent, config.optimizer
+    network = ActorCritic(
+        num_actions=env.action_spec().num_values,
+        hidden_sizes=tuple(config.network.hidden_sizes),
+        activation=config.network.activation,
+        shared_torso=config.network.shared_torso,
+    )
+    anneal_steps = num_updates * gradient_steps_per_update(agent_config) if opt.anneal_lr else 0
+    optimizer = make_optimizer(opt.learning_rate, opt.max_grad_norm, opt.adam_eps, anneal_steps)
+
+    def init(key: chex.PRNGKey) -> LearnerState:
+        dummy = jax.tree.map(lambda s: jnp.zeros((1,) + s.shape, s.dtype), env.observation_spec())
+        params = network.init(key, dummy)
+        return LearnerState(params, optimizer.init(params))
+
+    return Agent(network, init, _make_learn(agent_config, network.apply, optimizer))
+
+
+def _make_learn(agent_config: ConfigDict, apply_fn: Callable, optimizer: optax.GradientTransformation) -> Callable:
+    if agent_config.name == "actor_critic":
+        loss_fn = functools.partial(
+            actor_critic.loss,
+            apply_fn=apply_fn,
+            gamma=agent_config.gamma,
+            td_lambda=agent_config.td_lambda,
+            value_cost=agent_config.value_cost,
+            entropy_cost=agent_config.entropy_cost,
+        )
+        return lambda state, trajectory, key: sgd_step(state, trajectory, loss_fn, optimizer)
+    if agent_config.name == "ppo":
+        return functools.partial(
+            ppo.learn,
+            apply_fn=apply_fn,
+            optimizer=optimizer,
+            gamma=agent_config.gamma,
+            gae_lambda=agent_config.gae_lambda,
+            num_epochs=agent_config.num_epochs,
+            num_minibatches=agent_config.num_minibatches,
+            clip_epsilon=agent_config.clip_epsilon,
+            clip_value_loss=agent_config.clip_value_loss,
+            value_cost=agent_config.value_cost,
+            entropy_cost=agent_config.entropy_cost,
+            normalize_advantages=agent_config.normalize_advantages,
+        )
+    raise ValueError(f"Unknown agent {agent_config.name!r}; choose one of {AGENTS}.")

@@ -1,0 +1,134 @@
+"""Proximal Policy Optimization (Schulman et al. 2017) with GAE, epochs x minibatches.
+
+The clipped surrogate objective (eq. 7), a value loss (optionally clipped
+around the old value, as in OpenAI baselines and CleanRL) and an entropy bonus
+(eq. 9); advantages from GAE (Schulman et al. 2016). `learn` makes
+`num_epochs` passes over the local shard of the trajectory, each split into
+`num_minibatches` shuffled minibatches of transitions, one replicated gradient
+step per minibatch. Advantage normalisation uses statistics pooled over all
+devices, so a minibatch is normalised as the union of every device's part of it.
+"""
+
+from typing import Any, Callable
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from podracer.agents import policy
+from podracer.agents.actor_critic import evaluate
+from podracer.agents.learner import LearnerState, sgd_step
+from podracer.agents.returns import generalized_advantages
+from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
+from podracer.topology import DEVICE_AXIS
+
+
+@struct.dataclass
+class Samples:
+    """Flat transitions `[N, ...]` with everything the PPO loss needs."""
+
+    observation: Any
+    action: chex.Array
+    old_log_prob: chex.Array
+    old_value: chex.Array
+    advantage: chex.Array
+    target_return: chex.Array
+    valid: chex.Array
+
+
+def masked_normalize(x: chex.Array, mask: chex.Array, eps: float = 1e-8) -> chex.Array:
+    """(x - mean) / (std + eps) over the masked entries of every device on `DEVICE_AXIS`."""
+    count, total, total_sq = jax.lax.psum((jnp.sum(mask), jnp.sum(mask * x), jnp.sum(mask * x**2)), DEVICE_AXIS)
+    count = jnp.maximum(count, 1.0)
+    mean = total / count
+    std = jnp.sqrt(jnp.maximum(total_sq / count - mean**2, 0.0))
+    return (x - mean) / (std + eps)
+
+
+def loss(
+    params: Any,
+    batch: Samples,
+    *,
+    apply_fn: Callable,
+    clip_epsilon: float,
+    clip_value_loss: bool,
+    value_cost: float,
+    entropy_cost: float,
+    normalize_advantages: bool,
+) -> tuple[jnp.ndarray, dict]:
+    chex.assert_rank([batch.action, batch.advantage, batch.valid], 1)
+    logits, value = apply_fn(params, batch.observation)
+    log_ratio = policy.log_prob(logits, batch.action) - batch.old_log_prob
+    ratio = jnp.exp(log_ratio)
+    advantage = masked_normalize(batch.advantage, batch.valid) if normalize_advantages else batch.advantage
+    clipped_ratio = jnp.clip(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon)
+    policy_loss = jnp.mean(batch.valid * jnp.maximum(-advantage * ratio, -advantage * clipped_ratio))
+    value_error = (value - batch.target_return) ** 2
+    if clip_value_loss:
+        clipped_value = batch.old_value + jnp.clip(value - batch.old_value, -clip_epsilon, clip_epsilon)
+        value_error = jnp.maximum(value_error, (clipped_value - batch.target_return) ** 2)
+    value_loss = 0.5 * jnp.mean(batch.valid * value_error)
+    entropy = jnp.mean(batch.valid * policy.entropy(logits))
+    total = policy_loss + value_cost * value_loss - entropy_cost * entropy
+    return total, {
+        "loss": total,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy,
+        "approx_kl": jnp.mean(batch.valid * ((ratio - 1.0) - log_ratio)),
+        "clip_fraction": jnp.mean(batch.valid * (jnp.abs(ratio - 1.0) > clip_epsilon)),
+    }
+
+
+def make_samples(params: Any, trajectory: Trajectory, *, apply_fn: Callable, gamma: float, gae_lambda: float) -> Samples:
+    """GAE advantages and return targets with the current parameters, flattened to `[T * B]`."""
+    step_type = trajectory.timestep.step_type
+    _, values = evaluate(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    tr = transitions(trajectory, gamma)
+    advantages = generalized_advantages(tr.rewards, tr.discounts, values, gae_lambda * (1.0 - tr.bootstrap_here))
+    samples = Samples(
+        observation=jax.tree.map(lambda x: x[:-1], trajectory.timestep.observation),
+        action=trajectory.action,
+        old_log_prob=policy.log_prob(trajectory.behaviour_logits, trajectory.action),
+        old_value=values[:-1],
+        advantage=advantages,
+        target_return=advantages + values[:-1],
+        valid=tr.valid,
+    )
+    return jax.lax.stop_gradient(merge_leading_dims(samples))
+
+
+def learn(
+    state: LearnerState,
+    trajectory: Trajectory,
+    key: chex.PRNGKey,
+    *,
+    apply_fn: Callable,
+    optimizer: optax.GradientTransformation,
+    gamma: float,
+    gae_lambda: float,
+    num_epochs: int,
+    num_minibatches: int,
+    **loss_kwargs,
+) -> tuple[LearnerState, dict]:
+    """`num_epochs` x `num_minibatches` replicated gradient steps on one trajectory."""
+    samples = make_samples(state.params, trajectory, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda)
+    num_samples = samples.action.shape[0]
+    minibatch_size = num_samples // num_minibatches
+
+    def loss_fn(params, batch):
+        return loss(params, batch, apply_fn=apply_fn, **loss_kwargs)
+
+    def epoch(state, epoch_key):
+        order = jax.random.permutation(epoch_key, num_samples)
+        minibatches = jax.tree.map(
+            lambda x: x[order].reshape((num_minibatches, minibatch_size) + x.shape[1:]), samples
+        )
+        return jax.lax.scan(lambda s, batch: sgd_step(s, batch, loss_fn, optimizer), state, minibatches)
+
+    # Each device shuffles its own shard differently.
+    key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
+    state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
+    return state, jax.tree.map(jnp.mean, metrics)
