@@ -3,10 +3,14 @@
 from typing import Callable
 
 from podracer.envs.base import Environment
+from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
+from podracer.envs.gridworld import FourRooms
 
 _REGISTRY: dict[str, Callable[..., Environment]] = {
+    "cartpole": CartPole,
     "catch": Catch,
+    "four_rooms": FourRooms,
     "nested_catch": NestedCatch,
 }
 
