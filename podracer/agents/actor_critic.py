@@ -41,7 +41,7 @@ def loss(
     logits, values = evaluate(apply_fn, params, trajectory.timestep.observation, step_type.shape)
     tr = transitions(trajectory, gamma)
     returns = jax.lax.stop_gradient(
-        lambda_returns(tr.rewards, tr.discounts, values, td_lambda)
+        lambda_returns(tr.rewards, tr.discounts, values, td_lambda * (1.0 - tr.bootstrap_here))
     )
     advantages = returns - values[:-1]
     log_probs = policy.log_prob(logits[:-1], trajectory.action)

@@ -29,7 +29,7 @@ def make_optimizer(
 ) -> optax.GradientTransformation:
     """Adam with global-norm clipping; the rate decays linearly to 0 over `anneal_steps` if > 0."""
     schedule = optax.linear_schedule(learning_rate, 0.0, anneal_steps) if anneal_steps > 0 else learning_rate
-    return optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, eps=adam_eps))
+    return optax.flatten(optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(schedule, eps=adam_eps)))
 
 
 def sgd_step(
