@@ -13,7 +13,7 @@ import jax
 import optax
 from flax import struct
 
-from podracer.topology import DEVICE_AXIS
+from podracer.topology import mean_over_devices
 
 LossFn = Callable[[Any, Any], tuple[chex.Array, dict]]  # (params, batch) -> (loss, metrics).
 
@@ -37,6 +37,6 @@ def sgd_step(
 ) -> tuple[LearnerState, dict]:
     """One gradient step with gradients averaged over every device of the mesh axis."""
     grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch)
-    grads, metrics = jax.lax.pmean((grads, metrics), DEVICE_AXIS)
+    grads, metrics = mean_over_devices((grads, metrics))
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     return LearnerState(optax.apply_updates(state.params, updates), opt_state), metrics

@@ -22,7 +22,7 @@ from podracer.agents.actor_critic import evaluate
 from podracer.agents.learner import LearnerState, sgd_step
 from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.topology import DEVICE_AXIS
+from podracer.topology import DEVICE_AXIS, sum_over_devices
 
 
 @struct.dataclass
@@ -40,7 +40,7 @@ class Samples:
 
 def masked_normalize(x: chex.Array, mask: chex.Array, eps: float = 1e-8) -> chex.Array:
     """(x - mean) / (std + eps) over the masked entries of every device on `DEVICE_AXIS`."""
-    count, total, total_sq = jax.lax.psum((jnp.sum(mask), jnp.sum(mask * x), jnp.sum(mask * x**2)), DEVICE_AXIS)
+    count, total, total_sq = sum_over_devices((jnp.sum(mask), jnp.sum(mask * x), jnp.sum(mask * x**2)))
     count = jnp.maximum(count, 1.0)
     mean = total / count
     std = jnp.sqrt(jnp.maximum(total_sq / count - mean**2, 0.0))

@@ -25,7 +25,7 @@ from podracer.agents.policy import sample_with_noise
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
-from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED, sharding
+from podracer.topology import REPLICATED, SHARDED, sharding, sum_over_devices
 
 
 @struct.dataclass
@@ -90,8 +90,8 @@ def make_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         )
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key)
-        metrics["episodes"], metrics["episode_return_sum"] = jax.lax.psum(
-            (jnp.sum(finished), jnp.sum(returns)), DEVICE_AXIS
+        metrics["episodes"], metrics["episode_return_sum"] = sum_over_devices(
+            (jnp.sum(finished, dtype=jnp.float32), jnp.sum(returns))
         )
         return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), metrics
 
