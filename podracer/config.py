@@ -12,6 +12,7 @@ from ml_collections import ConfigDict
 
 from podracer import envs
 from podracer.agents import AGENTS
+from podracer.agents.learner import OPTIMIZERS
 
 ARCHITECTURES = ("anakin",)
 ACTIVATIONS = ("tanh", "relu")
@@ -38,7 +39,7 @@ def defaults(agent: str) -> ConfigDict:
     config.updates_per_dispatch = 10  # K: updates compiled into one program call between logs.
     config.network = ConfigDict({"hidden_sizes": (64, 64), "activation": "tanh", "shared_torso": True})
     config.optimizer = ConfigDict(
-        {"learning_rate": 3e-4, "max_grad_norm": 0.5, "adam_eps": 1e-5, "anneal_lr": False}
+        {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
     )
     if agent == "actor_critic":
         config.agent = ConfigDict(
@@ -74,6 +75,7 @@ def validate(config: ConfigDict) -> None:
     _check_choice(config, "architecture", ARCHITECTURES)
     _check_choice(config, "agent.name", AGENTS)
     _check_choice(config, "network.activation", ACTIVATIONS)
+    _check_choice(config, "optimizer.name", OPTIMIZERS)
     _check_choice(config, "env.name", envs.names())
     try:
         envs.make(config.env.name, **config.env.kwargs)

@@ -12,7 +12,7 @@ from podracer.agents import actor_critic, ppo
 from podracer.agents.learner import LearnerState
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
-from podracer.topology import DEVICE_AXIS
+from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh
 
 T, B, OBS, A = 5, 3, 4, 3
 
@@ -109,12 +109,24 @@ def _np_gae(rewards, discounts, values, lambdas):
     return advantages
 
 
-def _on_devices(fn, *args, num_devices=1):
-    """Runs `fn` per device under `vmap` with the device axis name; args get a leading device axis."""
+def _on_devices(fn, *args, num_devices=1, replicated_args=()):
+    """Runs `fn` per device under `jax.shard_map` over `num_devices` devices.
+
+    With one device the args are used as they are. With several, every arg except
+    those at `replicated_args` positions has a leading device axis that is split
+    over the mesh, and the outputs keep that axis.
+    """
+    mesh = device_mesh(jax.devices()[:num_devices])
     if num_devices == 1:
-        args = jax.tree.map(lambda x: x[None], args)
-    out = jax.vmap(fn, axis_name=DEVICE_AXIS)(*args)
-    return jax.tree.map(lambda x: x[0], out) if num_devices == 1 else out
+        return jax.shard_map(fn, mesh=mesh, in_specs=REPLICATED, out_specs=REPLICATED, check_vma=False)(*args)
+    sharded = [i not in replicated_args for i in range(len(args))]
+
+    def per_device(*a):
+        a = [jax.tree.map(lambda x: x[0], arg) if split else arg for arg, split in zip(a, sharded)]
+        return jax.tree.map(lambda x: x[None], fn(*a))
+
+    in_specs = tuple(SHARDED if split else REPLICATED for split in sharded)
+    return jax.shard_map(per_device, mesh=mesh, in_specs=in_specs, out_specs=SHARDED)(*args)
 
 
 def _close(got, expected, rtol=1e-5, atol=1e-5):
@@ -459,11 +471,10 @@ def test_ppo_learn_on_two_devices_is_one_step_on_the_whole_batch():
     shards = jax.tree.map(lambda a, b: jnp.stack([a, b]), t1, t2)
     whole = jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=1), t1, t2)
     state = LearnerState(params, optimizer.init(params))
-    replicate = lambda tree: jax.tree.map(lambda x: jnp.stack([x, x]), tree)  # noqa: E731
 
     learn = functools.partial(ppo.learn, optimizer=optimizer, num_epochs=1, num_minibatches=1, **LEARN_KWARGS)
-    new_state, _ = jax.jit(jax.vmap(learn, axis_name=DEVICE_AXIS))(
-        replicate(state), shards, jax.random.split(jax.random.PRNGKey(1), 2)
+    new_state, _ = jax.jit(lambda *a: _on_devices(learn, *a, num_devices=2, replicated_args=(0,)))(
+        state, shards, jax.random.split(jax.random.PRNGKey(1), 2)
     )
     # Replicated: both devices end with the same parameters.
     for name in params:

@@ -45,7 +45,7 @@ def make_agent(config: ConfigDict, env: Environment, num_updates: int) -> Agent:
         shared_torso=config.network.shared_torso,
     )
     anneal_steps = num_updates * gradient_steps_per_update(agent_config) if opt.anneal_lr else 0
-    optimizer = make_optimizer(opt.learning_rate, opt.max_grad_norm, opt.adam_eps, anneal_steps)
+    optimizer = make_optimizer(opt.name, opt.learning_rate, opt.max_grad_norm, opt.eps, anneal_steps)
 
     def init(key: chex.PRNGKey) -> LearnerState:
         dummy = jax.tree.map(lambda s: jnp.zeros((1,) + s.shape, s.dtype), env.observation_spec())

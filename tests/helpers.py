@@ -1,0 +1,34 @@
+"""Shared test utilities: loading configs and running code under forced CPU devices."""
+
+import os
+import runpy
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_config(name: str, **overrides):
+    config = runpy.run_path(os.path.join(ROOT, "configs", f"{name}.py"))["get_config"]()
+    for field, value in overrides.items():
+        node = config
+        *parents, leaf = field.split(".")
+        for parent in parents:
+            node = node[parent]
+        node[leaf] = value
+    return config
+
+
+def run_python(code: str, num_devices: int = 1, timeout: float = 300, args=()) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter that sees `num_devices` CPU devices."""
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={num_devices}", JAX_PLATFORMS="cpu")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def run_cli(*args: str, num_devices: int = 1, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs `podracer ...` in a fresh interpreter that sees `num_devices` CPU devices."""
+    return run_python("from podracer.cli import main; main()", num_devices, timeout, args=("podracer",) + args)
