@@ -31,4 +31,4 @@ def run_python(code: str, num_devices: int = 1, timeout: float = 300, args=()) -
 
 def run_cli(*args: str, num_devices: int = 1, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `podracer ...` in a fresh interpreter that sees `num_devices` CPU devices."""
-    return run_python("from podracer.cli import main; main()", num_devices, timeout, args=("podracer",) + args)
+    return run_python("from podracer.cli import main; main()", num_devices, timeout, args=args)

@@ -1,0 +1,77 @@
+"""The `podracer` command: a successful run's outputs, and clear errors (exit 2, nothing written) for bad input."""
+
+import glob
+import json
+import os
+
+import pytest
+
+from tests.helpers import ROOT, load_config, run_cli
+
+CATCH = "configs/anakin_catch.py"
+
+
+def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
+    workdir = tmp_path / "run"
+    result = run_cli("train", "--config", CATCH, "--config.total_steps=40960", "--config.num_envs=32",
+                     f"--workdir={workdir}", "--noprogress")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [10240, 20480, 30720, 40960]
+    assert {"step", "steps_per_second", "mean_episode_return", "loss", "policy_loss", "value_loss"} <= set(records[0])
+    assert glob.glob(str(workdir / "events.out.tfevents.*"))
+    resolved = json.loads((workdir / "config.json").read_text())
+    assert resolved["num_envs"] == 32 and resolved["total_steps"] == 40960
+    assert "mean episode return" in result.stdout
+
+
+def test_progress_bar_shows_steps_rate_and_return(tmp_path):
+    result = run_cli("train", "--config", CATCH, "--config.total_steps=20480")
+    assert result.returncode == 0, result.stderr
+    assert "steps_per_second=" in result.stderr and "mean_return=" in result.stderr and "20.5k/20.5k" in result.stderr
+
+
+BAD_INPUTS = [
+    # (extra arguments, devices, words the error must contain)
+    (["--config.num_envz=8"], 1, ["config.num_envz", "no such field", "num_envs"]),
+    (["--config.network.hidden=3"], 1, ["config.network.hidden", "hidden_sizes"]),
+    (["--config.num_envs=6"], 4, ["config.num_envs", "4 devices", "multiple of 4"]),
+    (["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
+    (["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
+    (["--config.agent.name=dqn"], 1, ["config.agent.name", "'dqn'", "ppo"]),
+    (["--config.num_envs=many"], 1, ["num_envs", "many"]),
+    (["--config.total_steps=0"], 1, ["config.total_steps", ">= 1"]),
+    (["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows"]),
+]
+
+
+@pytest.mark.parametrize("args,devices,words", BAD_INPUTS, ids=[a[0] for a, _, _ in BAD_INPUTS])
+def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, args, devices, words):
+    workdir = tmp_path / "run"
+    result = run_cli("train", "--config", CATCH, *args, f"--workdir={workdir}", num_devices=devices)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("podracer train: error:")
+    for word in words:
+        assert word in message, message
+    assert "Traceback" not in result.stderr
+    assert not workdir.exists()
+
+
+def test_missing_config_file_and_unknown_command_exit_2():
+    assert run_cli("train", "--config", "configs/nope.py").returncode == 2
+    assert run_cli("train").returncode == 2
+    assert run_cli("fly").returncode == 2
+
+
+def test_ppo_minibatches_must_divide_the_transitions():
+    result = run_cli("train", "--config", "configs/anakin_cartpole_ppo.py", "--config.agent.num_minibatches=3")
+    assert result.returncode == 2
+    assert "config.agent.num_minibatches" in result.stderr
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))))
+def test_every_config_file_is_valid(path):
+    from podracer.config import validate
+
+    validate(load_config(os.path.splitext(os.path.basename(path))[0]))
