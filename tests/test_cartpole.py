@@ -160,13 +160,13 @@ def test_registered_as_cartpole():
 
 
 def test_jit_vmap_and_scan():
-    """The training stack composes: vmapped over environments, scanned over time, all in one jit."""
+    """The training stack composes: batched over environments, scanned over time, all in one jit."""
     env, num_envs, num_steps = wrap_for_training(CartPole()), 8, 600
 
     @jax.jit
     def rollout(key, actions):
-        states, _ = jax.vmap(env.reset)(jax.random.split(key, num_envs))
-        return jax.lax.scan(jax.vmap(env.step), states, actions)
+        states, _ = env.reset(jax.random.split(key, num_envs))
+        return jax.lax.scan(env.step, states, actions)
 
     actions = np.random.default_rng(3).integers(0, 2, (num_steps, num_envs)).astype(np.int32)
     _, timesteps = rollout(jax.random.key(0), actions)

@@ -104,7 +104,7 @@ ACTIONS[9], ACTIONS[19] = RIGHT, LEFT
 
 @pytest.fixture(scope="module")
 def rollout():
-    env = wrap_for_training(CATCH)
+    env = wrap_for_training(CATCH, batched=False)
     assert isinstance(env, EpisodeStatistics) and isinstance(env.env, AutoReset)
 
     @jax.jit
@@ -145,3 +145,27 @@ def test_episode_statistics_report_the_finished_episode(rollout):
     # Within an episode the statistics accumulate step by step.
     np.testing.assert_array_equal(states.episode_length[:9], np.arange(1, 10))
     np.testing.assert_array_equal(states.episode_return[:8], 0.0)
+
+
+def test_batched_auto_reset_equals_vmapped_single_environment_auto_reset():
+    """Around a batch, AutoReset resets under `lax.cond` only when needed; the result must be bitwise the same."""
+    num_envs, num_steps = 6, 40
+    actions = np.random.default_rng(0).integers(0, 3, (num_steps, num_envs)).astype(np.int32)
+    keys = jax.random.split(jax.random.key(3), num_envs)
+
+    def run(reset, step):
+        state, first = reset(keys)
+        return first, jax.lax.scan(lambda s, a: (lambda s2, t: (s2, (s2, t)))(*step(s, a)), state, actions)[1]
+
+    single = wrap_for_training(CATCH, batched=False)
+    batched = wrap_for_training(CATCH)
+    expected = jax.jit(lambda: run(jax.vmap(single.reset), jax.vmap(single.step)))()
+    got = jax.jit(lambda: run(batched.reset, batched.step))()
+    assert int(np.sum(got[1][1].first())) >= num_envs * 3  # Several resets happened.
+    raw = lambda tree: jax.tree.leaves(jax.tree.map(_key_data, tree))  # noqa: E731
+    for a, b in zip(raw(got), raw(expected), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _key_data(x):
+    return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x

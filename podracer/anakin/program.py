@@ -48,7 +48,7 @@ def init_state(key: chex.PRNGKey, env: Environment, agent: Agent, num_envs: int,
 
     def init(key):
         params_key, env_key, actor_key, learner_key = jax.random.split(key, 4)
-        env_state, timestep = jax.vmap(env.reset)(jax.random.split(env_key, num_envs))
+        env_state, timestep = env.reset(jax.random.split(env_key, num_envs))
         return AnakinState(
             learner=agent.init(params_key),
             env_state=env_state,
@@ -69,7 +69,7 @@ def make_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         env_state, timestep = carry
         logits, _ = agent.network.apply(params, timestep.observation)
         action = sample_with_noise(logits, gumbel_noise)
-        env_state, next_timestep = jax.vmap(env.step)(env_state, action)
+        env_state, next_timestep = env.step(env_state, action)
         finished = next_timestep.last()
         record = (timestep, action, logits, finished, jnp.where(finished, env_state.episode_return, 0.0))
         return (env_state, next_timestep), record

@@ -1,11 +1,15 @@
-"""Wrappers that turn an episodic environment into an endless stream for training.
+"""Wrappers that turn an episodic environment into an endless batched stream for training.
 
+`Batched` steps a batch of independent copies of an environment (`vmap`).
 `AutoReset` keeps dm_env's contract: the step that ends an episode returns a
 LAST timestep (final observation, reward, discount) so the learner sees the
 transition, and the *next* step starts a new episode with a FIRST timestep,
-ignoring its action. `EpisodeStatistics` accumulates the undiscounted return
-and length of the running episode; at a LAST timestep they are the finished
-episode's figures.
+ignoring its action. Around a batch it resets only when some environment needs
+it (`lax.cond`), so the reset costs nothing on the many steps where none does.
+`EpisodeStatistics` accumulates the undiscounted return and length of the
+running episode; at a LAST timestep they are the finished episode's figures.
+Every random draw belongs to one environment's own key, so results do not
+depend on how a batch is split.
 """
 
 import dataclasses
@@ -37,27 +41,51 @@ class Wrapper(Environment):
         return self.env.action_spec()
 
 
+@dataclasses.dataclass(frozen=True)
+class Batched(Wrapper):
+    """A batch of copies: `reset` takes keys `[B]`; states, actions and timesteps get a leading `[B]`.
+
+    Specs stay those of one environment.
+    """
+
+    def reset(self, key: chex.PRNGKey):
+        return jax.vmap(self.env.reset)(key)
+
+    def step(self, state, action):
+        return jax.vmap(self.env.step)(state, action)
+
+
 @struct.dataclass
 class AutoResetState:
     env_state: Any
-    key: chex.PRNGKey
-    needs_reset: jnp.ndarray  # True when the previous timestep was LAST.
+    key: chex.PRNGKey  # One per environment: the batch shape.
+    needs_reset: jnp.ndarray  # Batch shape: True where the previous timestep was LAST.
 
 
 @dataclasses.dataclass(frozen=True)
 class AutoReset(Wrapper):
+    """Starts a new episode on the step after a LAST timestep; works on one environment or a `Batched` one."""
+
     def reset(self, key: chex.PRNGKey) -> tuple[AutoResetState, ts.TimeStep]:
-        key, reset_key = jax.random.split(key)
+        key, reset_key = _split(key)
         env_state, timestep = self.env.reset(reset_key)
-        return AutoResetState(env_state, key, jnp.bool_(False)), timestep
+        return AutoResetState(env_state, key, jnp.zeros(_batch_shape(key), bool)), timestep
 
     def step(self, state: AutoResetState, action: chex.Array) -> tuple[AutoResetState, ts.TimeStep]:
-        # Both branches run under vmap anyway, so compute both and select.
-        key, reset_key = jax.random.split(state.key)
-        reset_state, reset_timestep = self.env.reset(reset_key)
-        stepped_state, stepped_timestep = self.env.step(state.env_state, action)
-        env_state, timestep = select_tree(state.needs_reset, (reset_state, reset_timestep), (stepped_state, stepped_timestep))
-        key = jnp.where(state.needs_reset, key, state.key)
+        stepped = self.env.step(state.env_state, action)
+
+        def reset_finished(_):
+            next_key, reset_key = _split(state.key)
+            reset = self.env.reset(reset_key)
+            return select_tree(state.needs_reset, (*reset, next_key), (*stepped, state.key))
+
+        def keep_stepped(_):
+            # select(p, x, x) is folded away by XLA; it gives both branches the same
+            # types, device variance under shard_map included.
+            unchanged = (*stepped, state.key)
+            return select_tree(state.needs_reset, unchanged, unchanged)
+
+        env_state, timestep, key = jax.lax.cond(jnp.any(state.needs_reset), reset_finished, keep_stepped, None)
         return AutoResetState(env_state, key, timestep.last()), timestep
 
 
@@ -72,7 +100,8 @@ class EpisodeStatisticsState:
 class EpisodeStatistics(Wrapper):
     def reset(self, key: chex.PRNGKey) -> tuple[EpisodeStatisticsState, ts.TimeStep]:
         env_state, timestep = self.env.reset(key)
-        return EpisodeStatisticsState(env_state, jnp.float32(0.0), jnp.int32(0)), timestep
+        zeros = jnp.zeros_like(timestep.reward)
+        return EpisodeStatisticsState(env_state, zeros, zeros.astype(jnp.int32)), timestep
 
     def step(self, state: EpisodeStatisticsState, action: chex.Array):
         env_state, timestep = self.env.step(state.env_state, action)
@@ -82,11 +111,29 @@ class EpisodeStatistics(Wrapper):
         return EpisodeStatisticsState(env_state, episode_return, episode_length), timestep
 
 
+def _batch_shape(key: chex.PRNGKey) -> tuple[int, ...]:
+    """The shape of a key array: typed keys, or raw uint32 keys with a trailing key axis."""
+    return key.shape if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key.shape[:-1]
+
+
+def _split(key: chex.PRNGKey) -> tuple[chex.PRNGKey, chex.PRNGKey]:
+    """Splits every key of a key array of any shape into two."""
+    split = jax.random.split
+    for _ in _batch_shape(key):
+        split = jax.vmap(split)
+    keys = split(key)
+    return keys[..., 0], keys[..., 1]
+
+
 def select_tree(predicate: jnp.ndarray, on_true: Any, on_false: Any) -> Any:
-    """`jnp.where` over matching pytrees with a scalar predicate."""
-    return jax.tree.map(lambda a, b: jnp.where(predicate, a, b), on_true, on_false)
+    """`jnp.where` over matching pytrees, the predicate broadcast over each leaf's trailing axes."""
+
+    def select(a, b):
+        return jnp.where(predicate.reshape(predicate.shape + (1,) * (a.ndim - predicate.ndim)), a, b)
+
+    return jax.tree.map(select, on_true, on_false)
 
 
-def wrap_for_training(env: Environment) -> EpisodeStatistics:
-    """The wrappers every training loop uses: endless episodes with statistics."""
-    return EpisodeStatistics(AutoReset(env))
+def wrap_for_training(env: Environment, batched: bool = True) -> EpisodeStatistics:
+    """The wrappers every training loop uses: endless episodes with statistics, over a batch by default."""
+    return EpisodeStatistics(AutoReset(Batched(env) if batched else env))
