@@ -9,9 +9,9 @@ def get_config():
     config.env.kwargs.max_episode_steps = 100
     config.num_envs = 256
     config.unroll_length = 20
-    config.total_steps = 5_000_000
+    config.total_steps = 2_048_000
     config.updates_per_dispatch = 25
     config.network.hidden_sizes = (128, 128)
     config.network.activation = "relu"
-    config.optimizer.learning_rate = 1e-3
+    config.optimizer.learning_rate = 3e-3
     return config

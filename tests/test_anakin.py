@@ -39,6 +39,14 @@ def test_ppo_learns_cartpole_with_cleanrl_hyperparameters():
     assert history[0]["mean_episode_return"] < 100
 
 
+@pytest.mark.slow
+def test_actor_critic_learns_four_rooms():
+    _, history = train(load_config("anakin_gridworld", total_steps=1_536_000), show_progress=False)
+    assert history[0]["mean_episode_length"] > 40  # A random walk rarely finds the goal in 100 steps.
+    assert final_return(history) >= 0.98
+    assert history[-1]["mean_episode_length"] < 20  # Close to the shortest paths from random starts.
+
+
 def test_same_seed_gives_bitwise_identical_metrics_and_parameters():
     config = load_config("anakin_cartpole_ppo", total_steps=4 * 128 * 6, updates_per_dispatch=2)
     runs = [train(config, show_progress=False) for _ in range(2)]
@@ -56,7 +64,7 @@ def test_same_seed_gives_bitwise_identical_metrics_and_parameters():
 def test_metrics_records_have_the_documented_fields():
     _, history = train(load_config("anakin_gridworld", total_steps=256 * 20 * 4, updates_per_dispatch=2), show_progress=False)
     record = history[-1]
-    for field in ("step", "steps_per_second", "mean_episode_return", "episodes", "loss", "policy_loss", "value_loss", "entropy"):
+    for field in ("step", "steps_per_second", "mean_episode_return", "episodes", "mean_episode_length", "loss", "policy_loss", "value_loss", "entropy"):
         assert field in record
     assert record["step"] == 256 * 20 * 4
     assert all(math.isfinite(record[k]) for k in ("loss", "policy_loss", "value_loss", "entropy"))

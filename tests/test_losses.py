@@ -487,3 +487,23 @@ def test_ppo_learn_on_two_devices_is_one_step_on_the_whole_batch():
     for name in params:
         expected = np.asarray(params[name], np.float64) - lr * grads[name]
         _close(new_state.params[name][0], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 5, 128, 512, 4096, 5000])
+def test_shuffled_indices_is_a_permutation(n):
+    order = np.asarray(ppo.shuffled_indices(jax.random.key(n), n))
+    np.testing.assert_array_equal(np.sort(order), np.arange(n))
+    if n >= 128:
+        assert not np.array_equal(order, np.arange(n))
+
+
+def test_shuffled_indices_is_uniform_over_positions():
+    """Every index lands in every position about equally often (chi-square over 4000 draws of n = 8)."""
+    n, draws = 8, 4000
+    orders = np.asarray(jax.vmap(lambda k: ppo.shuffled_indices(k, n))(jax.random.split(jax.random.key(0), draws)))
+    counts = np.zeros((n, n))
+    for position in range(n):
+        counts[:, position] = np.bincount(orders[:, position], minlength=n)
+    expected = draws / n
+    chi_square = ((counts - expected) ** 2 / expected).sum()
+    assert chi_square < 100  # 49 degrees of freedom (the rows and columns sum to fixed totals): p < 1e-4 above 100.

@@ -38,6 +38,26 @@ class Samples:
     valid: chex.Array
 
 
+_PACKED_SHUFFLE_MAX = 1 << 12
+
+
+def shuffled_indices(key: chex.PRNGKey, n: int) -> chex.Array:
+    """A uniformly random order of `range(n)`, cheaply for the small n of minibatching.
+
+    `jax.random.permutation` sorts (key, index) pairs with a general comparator,
+    which on CPU costs about 4x a plain sort of one uint32 array. For n up to
+    4096 the index is packed into the low bits of one random uint32 and that
+    array sorted; equal random high bits (expected about n^2 / 2^(33 - log2 n)
+    pairs, 0.016 for n = 512) keep index order, a negligible bias.
+    """
+    if n > _PACKED_SHUFFLE_MAX:
+        return jax.random.permutation(key, n)
+    index_bits = max(1, (n - 1).bit_length())
+    low_mask = jnp.uint32((1 << index_bits) - 1)
+    packed = (jax.random.bits(key, (n,), jnp.uint32) & ~low_mask) | jnp.arange(n, dtype=jnp.uint32)
+    return (jnp.sort(packed) & low_mask).astype(jnp.int32)
+
+
 def masked_normalize(x: chex.Array, mask: chex.Array, eps: float = 1e-8) -> chex.Array:
     """(x - mean) / (std + eps) over the masked entries of every device on `DEVICE_AXIS`."""
     count, total, total_sq = sum_over_devices((jnp.sum(mask), jnp.sum(mask * x), jnp.sum(mask * x**2)))
@@ -122,7 +142,7 @@ def learn(
         return loss(params, batch, apply_fn=apply_fn, **loss_kwargs)
 
     def epoch(state, epoch_key):
-        order = jax.random.permutation(epoch_key, num_samples)
+        order = shuffled_indices(epoch_key, num_samples)
         minibatches = jax.tree.map(
             lambda x: x[order].reshape((num_minibatches, minibatch_size) + x.shape[1:]), samples
         )

@@ -71,14 +71,15 @@ def make_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         action = sample_with_noise(logits, gumbel_noise)
         env_state, next_timestep = env.step(env_state, action)
         finished = next_timestep.last()
-        record = (timestep, action, logits, finished, jnp.where(finished, env_state.episode_return, 0.0))
+        episode = (jnp.where(finished, env_state.episode_return, 0.0), jnp.where(finished, env_state.episode_length, 0))
+        record = (timestep, action, logits, finished, episode)
         return (env_state, next_timestep), record
 
     def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
         keys = jax.vmap(jax.random.split)(state.actor_keys)
         actor_keys, noise_keys = keys[:, 0], keys[:, 1]
         noise = jax.vmap(lambda k: jax.random.gumbel(k, (unroll_length, num_actions)))(noise_keys)
-        (env_state, last_timestep), (timesteps, actions, logits, finished, returns) = jax.lax.scan(
+        (env_state, last_timestep), (timesteps, actions, logits, finished, (returns, lengths)) = jax.lax.scan(
             lambda carry, g: act_and_step(state.learner.params, carry, g),
             (state.env_state, state.timestep),
             jnp.swapaxes(noise, 0, 1),
@@ -90,8 +91,8 @@ def make_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         )
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key)
-        metrics["episodes"], metrics["episode_return_sum"] = sum_over_devices(
-            (jnp.sum(finished, dtype=jnp.float32), jnp.sum(returns))
+        metrics["episodes"], metrics["episode_return_sum"], metrics["episode_length_sum"] = sum_over_devices(
+            (jnp.sum(finished, dtype=jnp.float32), jnp.sum(returns), jnp.sum(lengths, dtype=jnp.float32))
         )
         return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), metrics
 

@@ -63,10 +63,11 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
 
 
 def summarize(metrics: dict, step: int) -> dict:
-    """One log record from the metrics of K updates: losses averaged, episodes pooled."""
+    """One log record from the metrics of K updates: losses averaged, finished episodes pooled."""
     episodes = float(np.sum(metrics.pop("episodes")))
-    return_sum = float(np.sum(metrics.pop("episode_return_sum")))
     record = {"step": step, "episodes": int(episodes)}
-    record["mean_episode_return"] = return_sum / episodes if episodes else math.nan
+    for name in ("return", "length"):
+        total = float(np.sum(metrics.pop(f"episode_{name}_sum")))
+        record[f"mean_episode_{name}"] = total / episodes if episodes else math.nan
     record.update({name: float(np.mean(value)) for name, value in metrics.items()})
     return record
