@@ -489,7 +489,7 @@ def test_ppo_learn_on_two_devices_is_one_step_on_the_whole_batch():
         _close(new_state.params[name][0], expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("n", [1, 5, 128, 512, 4096, 5000])
+@pytest.mark.parametrize("n", [1, 5, 128, 512, 4096, 5000, 2048 * 128])
 def test_shuffled_indices_is_a_permutation(n):
     order = np.asarray(ppo.shuffled_indices(jax.random.key(n), n))
     np.testing.assert_array_equal(np.sort(order), np.arange(n))

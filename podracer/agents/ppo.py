@@ -38,24 +38,27 @@ class Samples:
     valid: chex.Array
 
 
-_PACKED_SHUFFLE_MAX = 1 << 12
-
-
 def shuffled_indices(key: chex.PRNGKey, n: int) -> chex.Array:
-    """A uniformly random order of `range(n)`, cheaply for the small n of minibatching.
+    """A uniformly random order of `range(n)`, for minibatching.
 
-    `jax.random.permutation` sorts (key, index) pairs with a general comparator,
-    which on CPU costs about 4x a plain sort of one uint32 array. For n up to
-    4096 the index is packed into the low bits of one random uint32 and that
-    array sorted; equal random high bits (expected about n^2 / 2^(33 - log2 n)
-    pairs, 0.016 for n = 512) keep index order, a negligible bias.
+    Like `jax.random.permutation`, it sorts random keys, ties keeping the previous
+    order, over enough rounds that ties do not matter. It is 4x to 9x faster on
+    CPU because each round sorts a single uint32 array: random high bits with the
+    position packed into the low `b = ceil(log2 n)` bits. The rounds give at
+    least 2b random bits in all, so the expected number of pairs tied in every
+    round is below one half (one round up to n = 1024, three for 2048 x 128).
     """
-    if n > _PACKED_SHUFFLE_MAX:
-        return jax.random.permutation(key, n)
     index_bits = max(1, (n - 1).bit_length())
+    if index_bits > 24:
+        raise ValueError(f"shuffled_indices supports n <= 2**24, got {n}")
     low_mask = jnp.uint32((1 << index_bits) - 1)
-    packed = (jax.random.bits(key, (n,), jnp.uint32) & ~low_mask) | jnp.arange(n, dtype=jnp.uint32)
-    return (jnp.sort(packed) & low_mask).astype(jnp.int32)
+    positions = jnp.arange(n, dtype=jnp.uint32)
+    rounds = -(-2 * index_bits // (32 - index_bits))
+    order = jnp.arange(n, dtype=jnp.int32)
+    for round_key in jax.random.split(key, rounds):
+        packed = (jax.random.bits(round_key, (n,), jnp.uint32) & ~low_mask) | positions
+        order = order[(jnp.sort(packed) & low_mask).astype(jnp.int32)]
+    return order
 
 
 def masked_normalize(x: chex.Array, mask: chex.Array, eps: float = 1e-8) -> chex.Array:
