@@ -6,7 +6,7 @@ Anakin and Sebulba call the very same function.
 """
 
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import chex
 import jax

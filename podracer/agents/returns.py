@@ -9,7 +9,6 @@ the next observation ends an episode, which cuts the recursion there).
 
 import chex
 import jax
-import jax.numpy as jnp
 
 
 def lambda_returns(

@@ -4,7 +4,6 @@ This is the one place where the host touches a run: everything between two
 log steps happens inside the compiled program of `program.make_dispatch`.
 """
 
-import json
 import math
 import os
 import time
