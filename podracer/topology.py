@@ -37,13 +37,19 @@ def mean_over_devices(tree: Any) -> Any:
     """`lax.pmean` of a whole pytree over `DEVICE_AXIS` as one collective.
 
     XLA issues one all-reduce per leaf for a plain tree `pmean`; on CPU each costs
-    tens of microseconds, so the leaves are flattened into one vector first.
+    tens of microseconds, so the leaves are flattened into one vector first. On a
+    single device there is nothing to average, and the flattening is skipped too.
     """
-    flat, unravel = ravel_pytree(tree)
-    return unravel(jax.lax.pmean(flat, DEVICE_AXIS))
+    return _over_devices(jax.lax.pmean, tree)
 
 
 def sum_over_devices(tree: Any) -> Any:
     """`lax.psum` of a whole pytree over `DEVICE_AXIS` as one collective (see `mean_over_devices`)."""
+    return _over_devices(jax.lax.psum, tree)
+
+
+def _over_devices(collective, tree: Any) -> Any:
+    if jax.lax.axis_size(DEVICE_AXIS) == 1:
+        return jax.tree.map(lambda x: collective(x, DEVICE_AXIS), tree)  # Per-leaf, and free on one device.
     flat, unravel = ravel_pytree(tree)
-    return unravel(jax.lax.psum(flat, DEVICE_AXIS))
+    return unravel(collective(flat, DEVICE_AXIS))
