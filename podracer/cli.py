@@ -56,7 +56,10 @@ def _check_overrides(argv: Sequence[str]) -> None:
 def _parse_train_flags(argv: Sequence[str]) -> flags.FlagValues:
     _check_overrides(argv)
     flag_values = flags.FlagValues()
-    config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).", flag_values=flag_values, lock_config=True)
+    config_flags.DEFINE_config_file(
+        "config", None, "Experiment config file (configs/*.py).", flag_values=flag_values, lock_config=True,
+        sys_argv=list(argv),  # Overrides are read from these arguments, not from sys.argv.
+    )
     flags.DEFINE_string("workdir", None, "Directory for metrics.jsonl, TensorBoard events and the resolved config.", flag_values=flag_values)
     flags.DEFINE_bool("progress", True, "Show a progress bar.", flag_values=flag_values)
     flag_values(list(argv))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.helpers import ROOT, load_config, run_cli
+from tests.helpers import ROOT, load_config, run_cli, run_python
 
 CATCH = "configs/anakin_catch.py"
 
@@ -44,18 +44,40 @@ BAD_INPUTS = [
     (["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows"]),
 ]
 
+# Runs every case of one device count through `podracer.cli.main` in one interpreter
+# (starting JAX once per device count, not once per case) and reports exit code and stderr.
+RUN_CASES = """
+import contextlib, io, json, os, sys
+from podracer.cli import main
 
-@pytest.mark.parametrize("args,devices,words", BAD_INPUTS, ids=[a[0] for a, _, _ in BAD_INPUTS])
-def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, args, devices, words):
-    workdir = tmp_path / "run"
-    result = run_cli("train", "--config", CATCH, *args, f"--workdir={workdir}", num_devices=devices)
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith("podracer train: error:")
-    for word in words:
-        assert word in message, message
-    assert "Traceback" not in result.stderr
-    assert not workdir.exists()
+results = []
+for args, workdir in json.loads(sys.argv[1]):
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            main(["podracer", "train", "--config", "configs/anakin_catch.py", *args, "--workdir=" + workdir])
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+    results.append({"code": code, "stderr": stderr.getvalue(), "workdir_exists": os.path.exists(workdir)})
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.parametrize("devices", sorted({devices for _, devices, _ in BAD_INPUTS}))
+def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices):
+    cases = [(args, words) for args, count, words in BAD_INPUTS if count == devices]
+    payload = json.dumps([(args, str(tmp_path / f"run{i}")) for i, (args, _) in enumerate(cases)])
+    result = run_python(RUN_CASES, num_devices=devices, args=(payload,))
+    assert result.returncode == 0, result.stderr
+    for (args, words), outcome in zip(cases, json.loads(result.stdout.strip().splitlines()[-1]), strict=True):
+        assert outcome["code"] == 2, (args, outcome)
+        message = outcome["stderr"].strip().splitlines()[-1]
+        assert message.startswith("podracer train: error:"), (args, message)
+        for word in words:
+            assert word in message, (args, message)
+        assert "Traceback" not in outcome["stderr"]
+        assert not outcome["workdir_exists"], args
 
 
 def test_missing_config_file_and_unknown_command_exit_2():
