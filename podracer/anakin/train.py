@@ -37,11 +37,10 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
     dispatch = dispatch.lower(state).compile()
     compile_seconds = time.perf_counter() - compile_start
 
+    writer = MetricsWriter(workdir, num_dispatches * steps_per_dispatch, show_progress)  # Creates the workdir.
     if workdir:
-        os.makedirs(workdir, exist_ok=True)
         with open(os.path.join(workdir, "config.json"), "w") as f:
             f.write(config.to_json(indent=2))
-    writer = MetricsWriter(workdir, num_dispatches * steps_per_dispatch, show_progress)
     history = []
     try:
         last_time = time.perf_counter()
