@@ -66,18 +66,26 @@ def _parse_train_flags(argv: Sequence[str]) -> flags.FlagValues:
     return flag_values
 
 
+def _usage_error(error: Exception) -> int:
+    print(f"podracer train: error: {error}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def train(argv: Sequence[str]) -> int:
+    try:
+        flag_values = _parse_train_flags(argv)
+    except flags.Error as error:
+        return _usage_error(error)
+
+    # Imported here, so a malformed command line (no config file, say) is reported without loading JAX.
+    from podracer import anakin
     from podracer import config as config_lib
 
     try:
-        flag_values = _parse_train_flags(argv)
-        config = flag_values.config
-        config_lib.validate(config)
-    except (flags.Error, config_lib.ConfigError) as error:
-        print(f"podracer train: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-
-    from podracer import anakin
+        config_lib.validate(flag_values.config)
+    except config_lib.ConfigError as error:
+        return _usage_error(error)
+    config = flag_values.config
 
     _, history = anakin.train(config, workdir=flag_values.workdir, show_progress=flag_values.progress)
     final = history[-1]
