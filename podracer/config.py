@@ -13,6 +13,7 @@ from ml_collections import ConfigDict
 from podracer import envs
 from podracer.agents import AGENTS
 from podracer.agents.learner import OPTIMIZERS
+from podracer.topology import local_devices
 
 ARCHITECTURES = ("anakin",)
 ACTIVATIONS = ("tanh", "relu")
@@ -67,7 +68,7 @@ def defaults(agent: str) -> ConfigDict:
 
 def num_devices(config: ConfigDict) -> int:
     """The number of devices the run replicates over."""
-    return config.num_devices or jax.local_device_count()
+    return len(local_devices(config.num_devices))
 
 
 def validate(config: ConfigDict) -> None:

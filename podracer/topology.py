@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax.flatten_util import ravel_pytree
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, PartitionSpec
 
 DEVICE_AXIS = "devices"
 
@@ -27,10 +27,6 @@ def local_devices(num_devices: int) -> list[jax.Device]:
     """The first `num_devices` local devices; 0 means all of them."""
     devices = jax.local_devices()
     return devices if num_devices == 0 else devices[:num_devices]
-
-
-def sharding(mesh: Mesh, spec: PartitionSpec) -> NamedSharding:
-    return NamedSharding(mesh, spec)
 
 
 def mean_over_devices(tree: Any) -> Any:

@@ -17,7 +17,7 @@ import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
 
 from podracer.agents import Agent
 from podracer.agents.learner import LearnerState
@@ -25,7 +25,8 @@ from podracer.agents.policy import sample_with_noise
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
-from podracer.topology import REPLICATED, SHARDED, sharding, sum_over_devices
+from podracer.envs.wrappers import split_keys
+from podracer.topology import REPLICATED, SHARDED, sum_over_devices
 
 
 @struct.dataclass
@@ -57,7 +58,7 @@ def init_state(key: chex.PRNGKey, env: Environment, agent: Agent, num_envs: int,
             learner_key=learner_key,
         )
 
-    shardings = jax.tree.map(lambda spec: sharding(mesh, spec), STATE_SPECS)
+    shardings = jax.tree.map(lambda spec: NamedSharding(mesh, spec), STATE_SPECS)
     return jax.jit(init, out_shardings=shardings)(key)
 
 
@@ -76,8 +77,7 @@ def make_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         return (env_state, next_timestep), record
 
     def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
-        keys = jax.vmap(jax.random.split)(state.actor_keys)
-        actor_keys, noise_keys = keys[:, 0], keys[:, 1]
+        actor_keys, noise_keys = split_keys(state.actor_keys)
         noise = jax.vmap(lambda k: jax.random.gumbel(k, (unroll_length, num_actions)))(noise_keys)
         (env_state, last_timestep), (timesteps, actions, logits, finished, (returns, lengths)) = jax.lax.scan(
             lambda carry, g: act_and_step(state.learner.params, carry, g),

@@ -67,7 +67,7 @@ class AutoReset(Wrapper):
     """Starts a new episode on the step after a LAST timestep; works on one environment or a `Batched` one."""
 
     def reset(self, key: chex.PRNGKey) -> tuple[AutoResetState, ts.TimeStep]:
-        key, reset_key = _split(key)
+        key, reset_key = split_keys(key)
         env_state, timestep = self.env.reset(reset_key)
         return AutoResetState(env_state, key, jnp.zeros(_batch_shape(key), bool)), timestep
 
@@ -75,7 +75,7 @@ class AutoReset(Wrapper):
         stepped = self.env.step(state.env_state, action)
 
         def reset_finished(_):
-            next_key, reset_key = _split(state.key)
+            next_key, reset_key = split_keys(state.key)
             reset = self.env.reset(reset_key)
             return select_tree(state.needs_reset, (*reset, next_key), (*stepped, state.key))
 
@@ -116,7 +116,7 @@ def _batch_shape(key: chex.PRNGKey) -> tuple[int, ...]:
     return key.shape if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key.shape[:-1]
 
 
-def _split(key: chex.PRNGKey) -> tuple[chex.PRNGKey, chex.PRNGKey]:
+def split_keys(key: chex.PRNGKey) -> tuple[chex.PRNGKey, chex.PRNGKey]:
     """Splits every key of a key array of any shape into two."""
     split = jax.random.split
     for _ in _batch_shape(key):
