@@ -14,13 +14,13 @@ import jax.numpy as jnp
 import optax
 from ml_collections import ConfigDict
 
-from podracer.agents import actor_critic, ppo
+from podracer.agents import actor_critic, impala, ppo
 from podracer.agents.learner import LearnerState, make_optimizer, sgd_step
-from podracer.agents.networks import ActorCritic
+from podracer.agents.networks import ActorCritic, make_network
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.base import Environment
 
-AGENTS = ("actor_critic", "ppo")
+AGENTS = ("actor_critic", "ppo", "impala")
 
 
 class Agent(NamedTuple):
@@ -38,12 +38,7 @@ def gradient_steps_per_update(agent_config: ConfigDict) -> int:
 def make_agent(config: ConfigDict, env: Environment, num_updates: int) -> Agent:
     """Builds the agent named `config.agent.name` for `env`, to run `num_updates` updates."""
     agent_config, opt = config.agent, config.optimizer
-    network = ActorCritic(
-        num_actions=env.action_spec().num_values,
-        hidden_sizes=tuple(config.network.hidden_sizes),
-        activation=config.network.activation,
-        shared_torso=config.network.shared_torso,
-    )
+    network = make_network(config.network, env.action_spec().num_values)
     anneal_steps = num_updates * gradient_steps_per_update(agent_config) if opt.anneal_lr else 0
     optimizer = make_optimizer(opt.name, opt.learning_rate, opt.max_grad_norm, opt.eps, anneal_steps)
 
@@ -65,7 +60,19 @@ def _make_learn(agent_config: ConfigDict, apply_fn: Callable, optimizer: optax.G
             value_cost=agent_config.value_cost,
             entropy_cost=agent_config.entropy_cost,
         )
-        return lambda state, trajectory, key: sgd_step(state, trajectory, loss_fn, optimizer)
+        return _one_sgd_step(loss_fn, optimizer)
+    if agent_config.name == "impala":
+        loss_fn = functools.partial(
+            impala.loss,
+            apply_fn=apply_fn,
+            gamma=agent_config.gamma,
+            vtrace_lambda=agent_config.vtrace_lambda,
+            clip_rho_threshold=agent_config.clip_rho_threshold,
+            clip_pg_rho_threshold=agent_config.clip_pg_rho_threshold,
+            value_cost=agent_config.value_cost,
+            entropy_cost=agent_config.entropy_cost,
+        )
+        return _one_sgd_step(loss_fn, optimizer)
     if agent_config.name == "ppo":
         return functools.partial(
             ppo.learn,
@@ -82,3 +89,8 @@ def _make_learn(agent_config: ConfigDict, apply_fn: Callable, optimizer: optax.G
             normalize_advantages=agent_config.normalize_advantages,
         )
     raise ValueError(f"Unknown agent {agent_config.name!r}; choose one of {AGENTS}.")
+
+
+def _one_sgd_step(loss_fn: Callable, optimizer: optax.GradientTransformation) -> Callable:
+    """A `learn` that takes a single replicated gradient step on the whole trajectory (the key is unused)."""
+    return lambda state, trajectory, key: sgd_step(state, trajectory, loss_fn, optimizer)

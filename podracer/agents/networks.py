@@ -1,11 +1,14 @@
 """Actor-critic networks as flax modules; parameters stay plain pytrees.
 
 Observations may be arrays or nested dicts of arrays with one leading batch
-axis. The encoder flattens every leaf and concatenates them in the pytree's
+axis. The MLP torso flattens every leaf and concatenates them in the pytree's
 (sorted-key) order, so a nested observation needs no special casing anywhere
-else. Initialisation follows the PPO implementation details of Huang et al.
-(2022): orthogonal weights with gain sqrt(2) in the torso, 0.01 for the policy
-head and 1 for the value head, zero biases.
+else. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
+`[N, C, H, W]`, a channels-first frame stack as envpool's Atari returns it,
+which `preprocess_pixels` turns into float NHWC in [0, 1]. Initialisation
+follows the PPO implementation details of Huang et al. (2022): orthogonal
+weights with gain sqrt(2) in the torso (dense and convolutional layers alike),
+0.01 for the policy head and 1 for the value head, zero biases.
 """
 
 from typing import Any, Sequence
@@ -14,18 +17,44 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from ml_collections import ConfigDict
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+TORSOS = ("mlp", "nature_cnn", "impala_resnet")
 
 
 def _dense(features: int, gain: float) -> nn.Dense:
     return nn.Dense(features, kernel_init=nn.initializers.orthogonal(gain), bias_init=nn.initializers.zeros)
 
 
+def _conv(features: int, kernel: int, stride: int, padding: str) -> nn.Conv:
+    return nn.Conv(
+        features,
+        (kernel, kernel),
+        strides=(stride, stride),
+        padding=padding,
+        kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
+        bias_init=nn.initializers.zeros,
+    )
+
+
 def flatten_observation(observation: Any) -> jnp.ndarray:
     """`[N, ...]` leaves of any nesting -> one `[N, F]` float32 feature matrix."""
     leaves = jax.tree.leaves(observation)
     return jnp.concatenate([leaf.reshape(leaf.shape[0], -1).astype(jnp.float32) for leaf in leaves], axis=-1)
+
+
+def preprocess_pixels(observation: jnp.ndarray) -> jnp.ndarray:
+    """uint8 frames `[N, C, H, W]` -> float32 `[N, H, W, C]` in [0, 1], the layout flax's `Conv` expects.
+
+    The one place pixels are converted; anything other than a rank-4 uint8 array is
+    rejected rather than guessed at, since a float or channels-last input would
+    otherwise be silently misread.
+    """
+    if getattr(observation, "dtype", None) != jnp.uint8 or getattr(observation, "ndim", None) != 4:
+        got = jax.tree.map(lambda leaf: f"{leaf.dtype}{list(leaf.shape)}", observation)
+        raise ValueError(f"pixel torsos take one uint8 array of frames [N, C, H, W]; got {got}")
+    return jnp.transpose(observation, (0, 2, 3, 1)).astype(jnp.float32) / 255.0
 
 
 class MLP(nn.Module):
@@ -39,23 +68,113 @@ class MLP(nn.Module):
         return x
 
 
-class ActorCritic(nn.Module):
-    """Policy logits `[N, A]` and state value `[N]` from an MLP torso.
+class NatureCNN(nn.Module):
+    """The DQN torso of Mnih et al. (2015, Nature): three VALID convolutions and a dense layer, all ReLU.
 
-    With `shared_torso=False` the policy and the value have separate torsos, as in
+    Conv 32 8x8 stride 4, conv 64 4x4 stride 2, conv 64 3x3 stride 1, dense 512.
+    Takes float images `[N, H, W, C]` (see `preprocess_pixels`); returns `[N, hidden_size]`.
+    """
+
+    hidden_size: int = 512
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
+            x = nn.relu(_conv(features, kernel, stride, "VALID")(x))
+        x = x.reshape(x.shape[0], -1)
+        return nn.relu(_dense(self.hidden_size, np.sqrt(2))(x))
+
+
+class ResidualBlock(nn.Module):
+    """relu, conv 3x3, relu, conv 3x3, plus the input (Espeholt et al. 2018, Fig. 3)."""
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        channels = x.shape[-1]
+        y = _conv(channels, 3, 1, "SAME")(nn.relu(x))
+        y = _conv(channels, 3, 1, "SAME")(nn.relu(y))
+        return x + y
+
+
+class ImpalaResNet(nn.Module):
+    """The IMPALA deep torso of Espeholt et al. (2018, Fig. 3 right).
+
+    Per entry of `channels`: conv 3x3 SAME, max-pool 3x3 stride 2 SAME, then
+    `num_blocks` residual blocks; then relu, flatten, dense `hidden_size`, relu.
+    The paper's network is channels (16, 32, 32) with 2 blocks; its scaling
+    experiments widen `channels` and deepen `num_blocks`.
+    Takes float images `[N, H, W, C]` (see `preprocess_pixels`); returns `[N, hidden_size]`.
+    """
+
+    channels: Sequence[int] = (16, 32, 32)
+    num_blocks: int = 2
+    hidden_size: int = 256
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        for channels in self.channels:
+            x = _conv(channels, 3, 1, "SAME")(x)
+            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            for _ in range(self.num_blocks):
+                x = ResidualBlock()(x)
+        x = nn.relu(x).reshape(x.shape[0], -1)
+        return nn.relu(_dense(self.hidden_size, np.sqrt(2))(x))
+
+
+class ActorCritic(nn.Module):
+    """Policy logits `[N, A]` and state value `[N]` from a torso chosen by `torso` (one of `TORSOS`).
+
+    `"mlp"`: an MLP of `hidden_sizes` and `activation` over the flattened observation;
+    with `shared_torso=False` the policy and the value have separate torsos, as in
     the standard PPO set-up for classic control.
+    `"nature_cnn"` (Mnih et al. 2015) and `"impala_resnet"` (Espeholt et al. 2018,
+    configured by `channels`, `num_blocks`, `hidden_size`): pixel torsos over uint8
+    `[N, C, H, W]` frames. Policy and value always share a pixel torso, as in both
+    papers; `shared_torso=False` is rejected for them rather than ignored.
     """
 
     num_actions: int
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     shared_torso: bool = True
+    torso: str = "mlp"
+    channels: Sequence[int] = (16, 32, 32)
+    num_blocks: int = 2
+    hidden_size: int = 256
 
     @nn.compact
     def __call__(self, observation: Any) -> tuple[jnp.ndarray, jnp.ndarray]:
-        features = flatten_observation(observation)
-        policy_features = MLP(self.hidden_sizes, self.activation)(features)
-        value_features = policy_features if self.shared_torso else MLP(self.hidden_sizes, self.activation)(features)
+        if self.torso == "mlp":
+            features = flatten_observation(observation)
+            policy_features = MLP(self.hidden_sizes, self.activation)(features)
+            value_features = policy_features if self.shared_torso else MLP(self.hidden_sizes, self.activation)(features)
+        else:
+            policy_features = value_features = _pixel_torso(self)(preprocess_pixels(observation))
         logits = _dense(self.num_actions, 0.01)(policy_features)
         value = _dense(1, 1.0)(value_features)[..., 0]
         return logits, value
+
+
+def _pixel_torso(network: ActorCritic) -> nn.Module:
+    """The shared pixel torso `network.torso` names; called inside `ActorCritic.__call__`, so it is its child."""
+    if network.torso not in TORSOS:
+        raise ValueError(f"Unknown torso {network.torso!r}; choose one of {TORSOS}.")
+    if not network.shared_torso:
+        raise ValueError(f"torso {network.torso!r} is shared by policy and value; set shared_torso=True.")
+    if network.torso == "nature_cnn":
+        return NatureCNN()
+    return ImpalaResNet(tuple(network.channels), network.num_blocks, network.hidden_size)
+
+
+def make_network(network_config: ConfigDict, num_actions: int) -> ActorCritic:
+    """The `ActorCritic` that `config.network` describes, with `num_actions` logits."""
+    return ActorCritic(
+        num_actions=num_actions,
+        hidden_sizes=tuple(network_config.hidden_sizes),
+        activation=network_config.activation,
+        shared_torso=network_config.shared_torso,
+        torso=network_config.torso,
+        channels=tuple(network_config.channels),
+        num_blocks=network_config.num_blocks,
+        hidden_size=network_config.hidden_size,
+    )
