@@ -4,6 +4,7 @@ from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.dm_env_adapter import DmEnvAdapter
+from podracer.envs.envpool_env import HostEnvironment, make_host_env
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.registry import make, names
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
@@ -12,5 +13,5 @@ from podracer.envs.wrappers import AutoReset, EpisodeStatistics, wrap_for_traini
 __all__ = [
     "FIRST", "LAST", "MID", "AutoReset", "CartPole", "Catch", "DmEnvAdapter", "Environment", "EpisodeStatistics",
     "FourRooms",
-    "NestedCatch", "TimeStep", "make", "names", "wrap_for_training",
+    "HostEnvironment", "NestedCatch", "TimeStep", "make", "make_host_env", "names", "wrap_for_training",
 ]
