@@ -20,6 +20,7 @@ commands:
 """
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
 
 
 def _config_file(argv: Sequence[str]) -> Optional[str]:
@@ -78,7 +79,7 @@ def train(argv: Sequence[str]) -> int:
         return _usage_error(error)
 
     # Imported here, so a malformed command line (no config file, say) is reported without loading JAX.
-    from podracer import anakin
+    from podracer import anakin, sebulba
     from podracer import config as config_lib
 
     try:
@@ -87,7 +88,15 @@ def train(argv: Sequence[str]) -> int:
         return _usage_error(error)
     config = flag_values.config
 
-    _, history = anakin.train(config, workdir=flag_values.workdir, show_progress=flag_values.progress)
+    train_fn = sebulba.train if config.architecture == "sebulba" else anakin.train
+    try:
+        _, history = train_fn(config, workdir=flag_values.workdir, show_progress=flag_values.progress)
+    except sebulba.ThreadFailed as error:
+        print(f"podracer train: error: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    except sebulba.StoppedBySignal as error:
+        print(f"podracer train: {error}", file=sys.stderr)
+        return 128 + error.signal_number
     final = history[-1]
     print(
         f"done: {final['step']:,} steps, mean episode return {final['mean_episode_return']:.3f}, "

@@ -1,6 +1,7 @@
 """Where metrics go: `metrics.jsonl`, TensorBoard event files and a progress bar.
 
-One `write` per log step. Without a workdir only the progress bar is shown.
+One `write` per log step, plus the resolved config. Without a workdir only the
+progress bar is shown.
 """
 
 import json
@@ -9,15 +10,19 @@ import os
 from typing import Optional
 
 import tqdm
+from ml_collections import ConfigDict
 from tensorboardX import SummaryWriter
 
 
 class MetricsWriter:
-    def __init__(self, workdir: Optional[str], total_steps: int, show_progress: bool = True):
+    def __init__(self, workdir: Optional[str], config: ConfigDict, total_steps: int, show_progress: bool = True):
+        """Creates `workdir` and writes the resolved config there as `config.json`."""
         self._jsonl = None
         self._tensorboard = None
         if workdir:
             os.makedirs(workdir, exist_ok=True)
+            with open(os.path.join(workdir, "config.json"), "w") as f:
+                f.write(config.to_json(indent=2))
             self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "w")
             self._tensorboard = SummaryWriter(workdir)
         self._progress = tqdm.tqdm(total=total_steps, unit="step", unit_scale=True, disable=not show_progress)
@@ -44,6 +49,15 @@ class MetricsWriter:
             self._jsonl.close()
         if self._tensorboard:
             self._tensorboard.close()
+
+
+def episode_summary(episodes: float, return_sum: float, length_sum: float) -> dict:
+    """The episode fields of a log record, from the episodes that ended since the previous one."""
+    return {
+        "episodes": int(episodes),
+        "mean_episode_return": return_sum / episodes if episodes else math.nan,
+        "mean_episode_length": length_sum / episodes if episodes else math.nan,
+    }
 
 
 def _json_value(value):

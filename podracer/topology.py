@@ -29,6 +29,12 @@ def local_devices(num_devices: int) -> list[jax.Device]:
     return devices if num_devices == 0 else devices[:num_devices]
 
 
+def devices_by_id(ids) -> list[jax.Device]:
+    """The local devices at positions `ids` of `jax.local_devices()`."""
+    devices = jax.local_devices()
+    return [devices[i] for i in ids]
+
+
 def mean_over_devices(tree: Any) -> Any:
     """`lax.pmean` of a whole pytree over `DEVICE_AXIS` as one collective.
 

@@ -31,17 +31,27 @@ def test_progress_bar_shows_steps_rate_and_return(tmp_path):
     assert "steps_per_second=" in result.stderr and "mean_return=" in result.stderr and "20.5k/20.5k" in result.stderr
 
 
+SEBULBA = "configs/sebulba_cartpole_impala.py"
+
 BAD_INPUTS = [
-    # (extra arguments, devices, words the error must contain)
-    (["--config.num_envz=8"], 1, ["config.num_envz", "no such field", "num_envs"]),
-    (["--config.network.hidden=3"], 1, ["config.network.hidden", "hidden_sizes"]),
-    (["--config.num_envs=6"], 4, ["config.num_envs", "4 devices", "multiple of 4"]),
-    (["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
-    (["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
-    (["--config.agent.name=dqn"], 1, ["config.agent.name", "'dqn'", "ppo"]),
-    (["--config.num_envs=many"], 1, ["num_envs", "many"]),
-    (["--config.total_steps=0"], 1, ["config.total_steps", ">= 1"]),
-    (["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows"]),
+    # (config file, extra arguments, devices, words the error must contain)
+    (CATCH, ["--config.num_envz=8"], 1, ["config.num_envz", "no such field", "num_envs"]),
+    (CATCH, ["--config.network.hidden=3"], 1, ["config.network.hidden", "hidden_sizes"]),
+    (CATCH, ["--config.num_envs=6"], 4, ["config.num_envs", "4 devices", "multiple of 4"]),
+    (CATCH, ["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
+    (CATCH, ["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
+    (CATCH, ["--config.agent.name=dqn"], 1, ["config.agent.name", "'dqn'", "ppo"]),
+    (CATCH, ["--config.num_envs=many"], 1, ["num_envs", "many"]),
+    (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1"]),
+    (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows"]),
+    (SEBULBA, ["--config.learner_device_ids=(0,1)"], 2, ["config.learner_device_ids", "[0] are also actor", "disjoint"]),
+    (SEBULBA, ["--config.learner_device_ids=(5,)"], 2, ["config.learner_device_ids", "(5,)", "0..1"]),
+    (SEBULBA, ["--config.actor_device_ids=()"], 2, ["config.actor_device_ids", "no devices"]),
+    (SEBULBA, ["--config.learner_device_ids=(1,2,3)"], 4, ["config.envs_per_thread", "3 learner devices", "multiple of 3"]),
+    (SEBULBA, ["--config.learner_minibatches=5"], 2, ["config.learner_minibatches", "32 environments", "divisor"]),
+    (SEBULBA, ["--config.policy_lag=2"], 1, ["config.policy_lag", "0 or 1"]),
+    (SEBULBA, ["--config.env.name=catch"], 1, ["config.env.name", "not an envpool task", "Pong-v5"]),
+    (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
 ]
 
 # Runs every case of one device count through `podracer.cli.main` in one interpreter
@@ -55,7 +65,7 @@ for args, workdir in json.loads(sys.argv[1]):
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
         try:
-            main(["podracer", "train", "--config", "configs/anakin_catch.py", *args, "--workdir=" + workdir])
+            main(["podracer", "train", "--config", *args, "--workdir=" + workdir])
             code = 0
         except SystemExit as exit:
             code = exit.code
@@ -64,9 +74,9 @@ print(json.dumps(results))
 """
 
 
-@pytest.mark.parametrize("devices", sorted({devices for _, devices, _ in BAD_INPUTS}))
+@pytest.mark.parametrize("devices", sorted({devices for _, _, devices, _ in BAD_INPUTS}))
 def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices):
-    cases = [(args, words) for args, count, words in BAD_INPUTS if count == devices]
+    cases = [([config, *args], words) for config, args, count, words in BAD_INPUTS if count == devices]
     payload = json.dumps([(args, str(tmp_path / f"run{i}")) for i, (args, _) in enumerate(cases)])
     result = run_python(RUN_CASES, num_devices=devices, args=(payload,))
     assert result.returncode == 0, result.stderr

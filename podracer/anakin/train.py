@@ -5,7 +5,6 @@ log steps happens inside the compiled program of `program.make_dispatch`.
 """
 
 import math
-import os
 import time
 from typing import Optional
 
@@ -17,7 +16,7 @@ from podracer import config as config_lib
 from podracer import envs
 from podracer.agents import make_agent
 from podracer.anakin.program import AnakinState, init_state, make_dispatch
-from podracer.metrics_writer import MetricsWriter
+from podracer.metrics_writer import MetricsWriter, episode_summary
 from podracer.topology import device_mesh, local_devices
 
 
@@ -37,10 +36,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
     dispatch = dispatch.lower(state).compile()
     compile_seconds = time.perf_counter() - compile_start
 
-    writer = MetricsWriter(workdir, num_dispatches * steps_per_dispatch, show_progress)  # Creates the workdir.
-    if workdir:
-        with open(os.path.join(workdir, "config.json"), "w") as f:
-            f.write(config.to_json(indent=2))
+    writer = MetricsWriter(workdir, config, num_dispatches * steps_per_dispatch, show_progress)
     history = []
     try:
         last_time = time.perf_counter()
@@ -62,10 +58,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
 
 def summarize(metrics: dict, step: int) -> dict:
     """One log record from the metrics of K updates: losses averaged, finished episodes pooled."""
-    episodes = float(np.sum(metrics.pop("episodes")))
-    record = {"step": step, "episodes": int(episodes)}
-    for name in ("return", "length"):
-        total = float(np.sum(metrics.pop(f"episode_{name}_sum")))
-        record[f"mean_episode_{name}"] = total / episodes if episodes else math.nan
+    totals = [float(np.sum(metrics.pop(name))) for name in ("episodes", "episode_return_sum", "episode_length_sum")]
+    record = {"step": step, **episode_summary(*totals)}
     record.update({name: float(np.mean(value)) for name, value in metrics.items()})
     return record

@@ -1,0 +1,110 @@
+"""Sebulba throughput: pipeline efficiency against envpool alone, and Atari frames per second.
+
+- `pipeline`: Sebulba frames/s on Pong with a small network (a 64-unit MLP on
+  the pixels, so inference and learning cost little) divided by envpool's own
+  throughput stepping the same environments (2 threads x 32 Pong
+  environments, random actions, no learning). The ratio says how much of the
+  environments' speed the actor / learner pipeline keeps.
+- `pong_resnet`: IMPALA with the ResNet torso (channels 16-32-32, unroll 20,
+  2 actor threads x 32 environments), one actor and one learner device.
+
+Frames count Atari frames (agent steps x frame skip 4). Sebulba figures are
+steady state: the log windows after the first `--warmup` updates. On a CPU-only
+machine the script splits the CPU into two XLA devices (one actor, one learner).
+Usage:
+
+    python scripts/benchmark_sebulba.py                  # both rows
+    python scripts/benchmark_sebulba.py --only pipeline
+"""
+
+import argparse
+import os
+import runpy
+import sys
+import threading
+import time
+
+if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+
+import jax  # noqa: E402 -- after XLA_FLAGS.
+import numpy as np  # noqa: E402
+
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+THREADS, ENVS_PER_THREAD = 2, 32
+
+
+def pong_config(torso: str, updates: int, warmup: int):
+    config = runpy.run_path(os.path.join(CONFIGS, "sebulba_pong_impala.py"))["get_config"]()
+    config.actor_threads_per_device = THREADS
+    config.envs_per_thread = ENVS_PER_THREAD
+    config.total_steps = (warmup + updates) * THREADS * ENVS_PER_THREAD * config.unroll_length
+    config.log_every_updates = 1
+    config.network.torso = torso
+    if torso == "mlp":
+        config.network.hidden_sizes = (64,)
+    return config
+
+
+def sebulba_frames_per_second(config, warmup: int) -> tuple[float, dict]:
+    from podracer import sebulba
+
+    _, history = sebulba.train(config, show_progress=False)
+    steady = history[warmup:]
+    frames = sum(r["frames_per_second"] * r["seconds"] for r in steady)
+    shares = {k: np.mean([r[k] for r in steady]) for k in ("actor_env_share", "actor_inference_share", "learner_share")}
+    return frames / sum(r["seconds"] for r in steady), shares
+
+
+def envpool_frames_per_second(name: str, steps: int) -> float:
+    """envpool alone: `THREADS` Python threads each stepping their own pool with random actions."""
+    from podracer.envs.envpool_env import make_host_env
+
+    envs = [make_host_env(name, ENVS_PER_THREAD, seed=i * ENVS_PER_THREAD) for i in range(THREADS)]
+
+    def run(env, seed):
+        rng = np.random.default_rng(seed)
+        env.reset()
+        for _ in range(steps):
+            env.step(rng.integers(0, env.action_spec().num_values, env.num_envs))
+
+    for env in envs:  # Warm-up.
+        env.reset()
+    threads = [threading.Thread(target=run, args=(env, i)) for i, env in enumerate(envs)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - start
+    frames = THREADS * ENVS_PER_THREAD * steps * envs[0].frames_per_step
+    for env in envs:
+        env.close()
+    return frames / seconds
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["pipeline", "pong_resnet"], action="append")
+    parser.add_argument("--updates", type=int, default=8, help="steady-state updates measured per Sebulba row")
+    parser.add_argument("--warmup", type=int, default=2, help="updates skipped (compilation, first transfers)")
+    args = parser.parse_args(argv)
+    rows = args.only or ["pipeline", "pong_resnet"]
+    devices = jax.devices()
+    print(f"backend={jax.default_backend()} devices={len(devices)} ({devices[0].device_kind}), "
+          f"cpu cores={os.cpu_count()}, {THREADS} actor threads x {ENVS_PER_THREAD} Pong environments")
+    if "pipeline" in rows:
+        config = pong_config("mlp", args.updates, args.warmup)
+        raw = envpool_frames_per_second(config.env.name, steps=config.unroll_length * args.updates)
+        fps, shares = sebulba_frames_per_second(config, args.warmup)
+        print(f"envpool alone (random actions)         {raw:>10,.0f} frames/s")
+        print(f"sebulba, MLP(64) on pixels             {fps:>10,.0f} frames/s   pipeline efficiency {fps / raw:.2f}   "
+              + " ".join(f"{k}={v:.2f}" for k, v in shares.items()), flush=True)
+    if "pong_resnet" in rows:
+        fps, shares = sebulba_frames_per_second(pong_config("impala_resnet", args.updates, args.warmup), args.warmup)
+        print(f"sebulba, IMPALA ResNet 16-32-32         {fps:>10,.0f} frames/s   "
+              + " ".join(f"{k}={v:.2f}" for k, v in shares.items()), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
