@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CONFIG ?= configs/anakin_catch.py
 WORKDIR ?= runs/$(notdir $(basename $(CONFIG)))
 
-.PHONY: run test bench clean
+.PHONY: run test bench bench-sebulba clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark_anakin.py
+
+bench-sebulba: $(VENV)/.installed
+	$(BIN)/python scripts/benchmark_sebulba.py
 
 clean:
 	rm -rf $(VENV) runs
