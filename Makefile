@@ -23,7 +23,7 @@ run: $(VENV)/.installed
 	$(BIN)/podracer train --config $(CONFIG) --workdir $(WORKDIR)
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark_anakin.py

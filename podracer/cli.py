@@ -79,14 +79,17 @@ def train(argv: Sequence[str]) -> int:
         return _usage_error(error)
 
     # Imported here, so a malformed command line (no config file, say) is reported without loading JAX.
-    from podracer import anakin, sebulba
+    import jax
+
+    from podracer import anakin, distributed, sebulba
     from podracer import config as config_lib
 
+    config = flag_values.config
     try:
-        config_lib.validate(flag_values.config)
+        distributed.initialize(config.replicas)  # Before anything touches a device.
+        config_lib.validate(config)
     except config_lib.ConfigError as error:
         return _usage_error(error)
-    config = flag_values.config
 
     train_fn = sebulba.train if config.architecture == "sebulba" else anakin.train
     try:
@@ -98,11 +101,12 @@ def train(argv: Sequence[str]) -> int:
         print(f"podracer train: {error}", file=sys.stderr)
         return 128 + error.signal_number
     final = history[-1]
-    print(
-        f"done: {final['step']:,} steps, mean episode return {final['mean_episode_return']:.3f}, "
-        f"{final['steps_per_second']:,.0f} steps/s"
-        + (f"; logs in {flag_values.workdir}" if flag_values.workdir else "")
-    )
+    if jax.process_index() == 0:
+        print(
+            f"done: {final['step']:,} steps on {jax.device_count()} devices in {jax.process_count()} process(es), "
+            f"mean episode return {final['mean_episode_return']:.3f}, {final['steps_per_second']:,.0f} steps/s"
+            + (f"; logs in {flag_values.workdir}" if flag_values.workdir else "")
+        )
     return 0
 
 

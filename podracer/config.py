@@ -17,7 +17,7 @@ from podracer import envs
 from podracer.agents import AGENTS
 from podracer.agents.learner import OPTIMIZERS
 from podracer.agents.networks import TORSOS
-from podracer.topology import local_devices
+from podracer.topology import anakin_devices
 
 ARCHITECTURES = ("anakin", "sebulba")
 ACTIVATIONS = ("tanh", "relu")
@@ -36,6 +36,7 @@ def defaults(agent: str, architecture: str = "anakin") -> ConfigDict:
     config = ConfigDict()
     config.architecture = architecture
     config.seed = 0
+    config.replicas = 1  # Processes (hosts) in the job; the one value that scales out (see podracer.distributed).
     config.total_steps = 1_000_000  # Environment steps over the whole run (every device, every actor).
     if architecture == "anakin":
         config.env = ConfigDict({"name": "catch", "kwargs": ConfigDict()})
@@ -109,8 +110,8 @@ def defaults(agent: str, architecture: str = "anakin") -> ConfigDict:
 
 
 def num_devices(config: ConfigDict) -> int:
-    """The number of devices the run replicates over."""
-    return len(local_devices(config.num_devices))
+    """The number of devices an Anakin run replicates over, across every process of the job."""
+    return len(anakin_devices(config.num_devices))
 
 
 def sebulba_device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -132,7 +133,11 @@ def validate(config: ConfigDict) -> None:
     _check_choice(config, "network.activation", ACTIVATIONS)
     _check_choice(config, "network.torso", TORSOS)
     _check_choice(config, "optimizer.name", OPTIMIZERS)
-    _check_positive(config, "unroll_length", "total_steps")
+    _check_positive(config, "unroll_length", "total_steps", "replicas")
+    if jax.process_count() != config.replicas:
+        raise ConfigError("replicas", f"{config.replicas} processes expected but this job has {jax.process_count()}",
+                          "start one process per replica (scripts/launch_local.py, scripts/launch_tpu.sh) or set "
+                          f"--config.replicas={jax.process_count()}")
     if config.architecture == "anakin":
         _validate_anakin(config)
     else:
@@ -143,13 +148,16 @@ def _validate_anakin(config: ConfigDict) -> None:
     _check_choice(config, "env.name", envs.names())
     _check_network(config, _make_env(config, lambda: envs.make(config.env.name, **config.env.kwargs)).observation_spec())
     _check_positive(config, "num_envs", "updates_per_dispatch")
-    available = jax.local_device_count()
+    available = jax.device_count()
     if not 0 <= config.num_devices <= available:
         raise ConfigError(
             "num_devices",
-            f"{config.num_devices} devices requested but this process has {available} ({jax.default_backend()})",
+            f"{config.num_devices} devices requested but this job has {available} ({jax.default_backend()})",
             f"set --config.num_devices between 1 and {available}, or 0 for all",
         )
+    if config.replicas > 1 and config.num_devices not in (0, available):
+        raise ConfigError("num_devices", f"a job of {config.replicas} processes replicates over all its devices",
+                          "leave --config.num_devices=0")
     devices = num_devices(config)
     _check_divisible(config, "num_envs", devices, "devices")
     _check_ppo_minibatches(config, config.unroll_length * config.num_envs // devices, "unroll_length x num_envs / devices")

@@ -9,6 +9,7 @@ import math
 import os
 from typing import Optional
 
+import jax
 import tqdm
 from ml_collections import ConfigDict
 from tensorboardX import SummaryWriter
@@ -16,16 +17,20 @@ from tensorboardX import SummaryWriter
 
 class MetricsWriter:
     def __init__(self, workdir: Optional[str], config: ConfigDict, total_steps: int, show_progress: bool = True):
-        """Creates `workdir` and writes the resolved config there as `config.json`."""
+        """Creates `workdir` and writes the resolved config there as `config.json`.
+
+        In a job of several processes only process 0 writes anything or shows progress.
+        """
         self._jsonl = None
         self._tensorboard = None
-        if workdir:
+        chief = jax.process_index() == 0
+        if workdir and chief:
             os.makedirs(workdir, exist_ok=True)
             with open(os.path.join(workdir, "config.json"), "w") as f:
                 f.write(config.to_json(indent=2))
             self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "w")
             self._tensorboard = SummaryWriter(workdir)
-        self._progress = tqdm.tqdm(total=total_steps, unit="step", unit_scale=True, disable=not show_progress)
+        self._progress = tqdm.tqdm(total=total_steps, unit="step", unit_scale=True, disable=not (show_progress and chief))
 
     def write(self, metrics: dict) -> None:
         """Logs one record; `metrics["step"]` is the environment step count so far."""
@@ -55,8 +60,8 @@ def episode_summary(episodes: float, return_sum: float, length_sum: float) -> di
     """The episode fields of a log record, from the episodes that ended since the previous one."""
     return {
         "episodes": int(episodes),
-        "mean_episode_return": return_sum / episodes if episodes else math.nan,
-        "mean_episode_length": length_sum / episodes if episodes else math.nan,
+        "mean_episode_return": float(return_sum / episodes) if episodes else math.nan,
+        "mean_episode_length": float(length_sum / episodes) if episodes else math.nan,
     }
 
 

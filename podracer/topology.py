@@ -23,16 +23,17 @@ def device_mesh(devices: list[jax.Device]) -> Mesh:
     return Mesh(np.asarray(devices), (DEVICE_AXIS,))
 
 
-def local_devices(num_devices: int) -> list[jax.Device]:
-    """The first `num_devices` local devices; 0 means all of them."""
-    devices = jax.local_devices()
+def anakin_devices(num_devices: int) -> list[jax.Device]:
+    """The first `num_devices` devices of the job (every process's, process by process); 0 means all."""
+    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
     return devices if num_devices == 0 else devices[:num_devices]
 
 
-def devices_by_id(ids) -> list[jax.Device]:
-    """The local devices at positions `ids` of `jax.local_devices()`."""
-    devices = jax.local_devices()
-    return [devices[i] for i in ids]
+def devices_by_id(ids, every_process: bool = False) -> list[jax.Device]:
+    """The devices at positions `ids` among this process's devices, or among each process's, process by process."""
+    processes = range(jax.process_count()) if every_process else [jax.process_index()]
+    per_process = [sorted((d for d in jax.devices() if d.process_index == p), key=lambda d: d.id) for p in processes]
+    return [devices[i] for devices in per_process for i in ids]
 
 
 def mean_over_devices(tree: Any) -> Any:

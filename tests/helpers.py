@@ -32,3 +32,17 @@ def run_python(code: str, num_devices: int = 1, timeout: float = 300, args=()) -
 def run_cli(*args: str, num_devices: int = 1, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `podracer ...` in a fresh interpreter that sees `num_devices` CPU devices."""
     return run_python("from podracer.cli import main; main()", num_devices, timeout, args=args)
+
+
+def start_pod(code: str, processes: int, devices_per_process: int, args=()) -> list[subprocess.Popen]:
+    """Starts `code` in `processes` local processes joined as one JAX job (see scripts/launch_local.py)."""
+    launch_local = runpy.run_path(os.path.join(ROOT, "scripts", "launch_local.py"))
+    address = f"127.0.0.1:{launch_local['free_port']()}"
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code), *args],
+            cwd=ROOT, env=launch_local["process_env"](index, devices_per_process, address),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for index in range(processes)
+    ]

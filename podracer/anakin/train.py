@@ -13,18 +13,25 @@ import numpy as np
 from ml_collections import ConfigDict
 
 from podracer import config as config_lib
+from podracer import distributed
 from podracer import envs
 from podracer.agents import make_agent
 from podracer.anakin.program import AnakinState, init_state, make_dispatch
 from podracer.metrics_writer import MetricsWriter, episode_summary
-from podracer.topology import device_mesh, local_devices
+from podracer.topology import anakin_devices, device_mesh
 
 
 def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool = True) -> tuple[AnakinState, list[dict]]:
-    """Trains the agent `config` describes; returns the final state and every logged record."""
+    """Trains the agent `config` describes; returns the final state and every logged record.
+
+    With `config.replicas > 1` every process of the job calls this: the mesh
+    spans every process's devices, each holds its own shard of the environments,
+    and only process 0 writes logs.
+    """
+    distributed.initialize(config.replicas)
     config_lib.validate(config)
     env = envs.wrap_for_training(envs.make(config.env.name, **config.env.kwargs))
-    mesh = device_mesh(local_devices(config.num_devices))
+    mesh = device_mesh(anakin_devices(config.num_devices))
     steps_per_update = config.unroll_length * config.num_envs
     steps_per_dispatch = steps_per_update * config.updates_per_dispatch
     num_dispatches = math.ceil(config.total_steps / steps_per_dispatch)

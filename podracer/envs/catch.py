@@ -18,7 +18,6 @@ from flax import struct
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
 
-_PADDLE_MOVES = jnp.array([-1, 0, 1], jnp.int32)  # Actions 0, 1, 2: left, stay, right.
 
 
 @struct.dataclass
@@ -46,7 +45,8 @@ class Catch(Environment):
         return state, ts.restart(self._observe(state))
 
     def step(self, state: CatchState, action: chex.Array) -> tuple[CatchState, ts.TimeStep]:
-        paddle_x = jnp.clip(state.paddle_x + _PADDLE_MOVES[action], 0, self.columns - 1)
+        move = jnp.asarray(action, jnp.int32) - 1  # Actions 0, 1, 2: left, stay, right.
+        paddle_x = jnp.clip(state.paddle_x + move, 0, self.columns - 1)
         state = CatchState(ball_x=state.ball_x, ball_y=state.ball_y + 1, paddle_x=paddle_x)
         landed = state.ball_y == self.rows - 1
         reward = jnp.where(landed, jnp.where(state.paddle_x == state.ball_x, 1.0, -1.0), 0.0)

@@ -59,6 +59,28 @@ def assemble_trajectory(observations: list, actions: list, logits: list, step_ty
     return Trajectory(timestep=timestep, action=stack(actions), behaviour_logits=stack(logits))
 
 
+def send_to_learners(trajectory: Trajectory, learner_sharding: NamedSharding) -> Trajectory:
+    """Splits a local trajectory along its batch axis over this process's learner devices, device-to-device.
+
+    The result is a global array over the whole learner mesh
+    (`jax.make_array_from_single_device_arrays`), of which this process
+    supplies its own contiguous part of the batch: with several processes, each
+    one's trajectories only ever go to its own learner devices.
+    """
+
+    def place(x):
+        global_shape = (x.shape[0], x.shape[1] * jax.process_count()) + x.shape[2:]
+        indices = learner_sharding.addressable_devices_indices_map(global_shape)
+        offset = min(index[1].start or 0 for index in indices.values())
+        shards = [
+            jax.device_put(x[:, (index[1].start or 0) - offset : (index[1].stop or x.shape[1]) - offset], device)
+            for device, index in indices.items()
+        ]
+        return jax.make_array_from_single_device_arrays(global_shape, learner_sharding, shards)
+
+    return jax.tree.map(place, trajectory)
+
+
 def policy_version(rollout_index: int, policy_lag: int) -> int:
     """The parameter version rollout `rollout_index` acts with: exactly `policy_lag` updates behind."""
     return max(0, rollout_index - policy_lag)
@@ -119,7 +141,7 @@ def run_actor(
         trajectory = assemble_trajectory(observations, actions, logits, *jax.device_put(scalars, device))
         finished_returns, finished_lengths = np.concatenate(finished_returns), np.concatenate(finished_lengths)
         rollout = Rollout(
-            trajectory=jax.device_put(trajectory, learner_sharding),
+            trajectory=send_to_learners(trajectory, learner_sharding),
             params_version=version,
             episodes=len(finished_returns),
             episode_return_sum=float(np.sum(finished_returns)),

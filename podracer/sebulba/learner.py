@@ -16,6 +16,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, PartitionSpec
 
 from podracer.agents import Agent
@@ -119,11 +120,11 @@ class _Window:
             "update": version,
             "updates": len(self.metrics),
             "seconds": seconds,
-            **episode_summary(
+            **episode_summary(*_sum_over_processes([
                 sum(r.episodes for r in self.rollouts),
                 sum(r.episode_return_sum for r in self.rollouts),
                 sum(r.episode_length_sum for r in self.rollouts),
-            ),
+            ])),
             "actor_env_share": actor_share("env_seconds"),
             "actor_inference_share": actor_share("inference_seconds"),
             "actor_wait_share": actor_share("wait_seconds"),
@@ -134,3 +135,9 @@ class _Window:
         }
         record.update({name: float(np.mean([m[name] for m in self.metrics])) for name in self.metrics[0]})
         return record
+
+
+def _sum_over_processes(values: list[float]) -> np.ndarray:
+    """Totals over every process of the job (each saw only its own actors' episodes)."""
+    values = np.asarray(values, np.float64)
+    return multihost_utils.process_allgather(values).sum(axis=0) if jax.process_count() > 1 else values

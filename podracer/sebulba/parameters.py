@@ -28,7 +28,8 @@ class ParameterServer:
         learner may donate its state to the next update even where an actor
         shares its device.
         """
-        placed = {device: jax.device_put(params, device, may_alias=False) for device in self._devices}
+        local = jax.tree.map(lambda x: x.addressable_data(0), params)  # This process's copy of replicated params.
+        placed = {device: jax.device_put(local, device, may_alias=False) for device in self._devices}
         with self._changed:
             self._versions[version] = placed
             for old in [v for v in self._versions if v <= version - VERSIONS_KEPT]:

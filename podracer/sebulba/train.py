@@ -22,6 +22,7 @@ from jax.sharding import NamedSharding
 from ml_collections import ConfigDict
 
 from podracer import config as config_lib
+from podracer import distributed
 from podracer.agents import make_agent
 from podracer.agents.learner import LearnerState
 from podracer.envs.envpool_env import make_host_env
@@ -48,20 +49,28 @@ class StoppedBySignal(RuntimeError):
 
 
 def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool = True) -> tuple[LearnerState, list[dict]]:
-    """Trains the agent `config` describes with Sebulba; returns the final learner state and every log record."""
+    """Trains the agent `config` describes with Sebulba; returns the final learner state and every log record.
+
+    With `config.replicas > 1` every process of the job calls this. Each runs its
+    own actors and environments on its own actor devices; the learner mesh spans
+    the learner devices of every process, each process's trajectories go to its
+    own learner devices, and the update averages gradients over all of them.
+    """
+    distributed.initialize(config.replicas)
     config_lib.validate(config)
     actor_ids, learner_ids = config_lib.sebulba_device_ids(config)
     actor_devices = devices_by_id(actor_ids)
-    learner_mesh = device_mesh(devices_by_id(learner_ids))
+    learner_mesh = device_mesh(devices_by_id(learner_ids, every_process=True))
     num_actor_threads = len(actor_devices) * config.actor_threads_per_device
-    steps_per_update = config.unroll_length * config.envs_per_thread * num_actor_threads
+    first_thread = jax.process_index() * num_actor_threads  # This process's threads, numbered across the job.
+    steps_per_update = config.unroll_length * config.envs_per_thread * num_actor_threads * jax.process_count()
     num_updates = math.ceil(config.total_steps / steps_per_update)
 
     control = RunControl(config.stall_timeout_seconds)
     envs, threads, writer = [], [], None
     try:
-        for index in range(num_actor_threads):  # On the main thread, as envpool wants; each env's seed differs.
-            envs.append(make_host_env(
+        for index in range(first_thread, first_thread + num_actor_threads):  # On the main thread, as envpool wants.
+            envs.append(make_host_env(  # Environment i of the pool gets seed + i: every environment of the job differs.
                 config.env.name, config.envs_per_thread, seed=config.seed + index * config.envs_per_thread,
                 num_threads=config.envpool_threads, **config.env.kwargs,
             ))
@@ -84,7 +93,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
                 rollouts=rollout_queues[index],
                 learner_sharding=NamedSharding(learner_mesh, TRAJECTORY_SPEC),
                 control=control,
-                key=jax.random.fold_in(actor_key, index),
+                key=jax.random.fold_in(actor_key, first_thread + index),
                 unroll_length=config.unroll_length,
                 policy_lag=config.policy_lag,
                 num_rollouts=num_updates,

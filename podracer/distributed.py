@@ -1,0 +1,55 @@
+"""JAX's multi-controller runtime: one process per host, all of them one job.
+
+A run spans `config.replicas` processes. With one, nothing is initialised.
+With more, every process calls `jax.distributed.initialize` before JAX touches
+a device, and afterwards `jax.devices()` lists the devices of every process:
+
+- With `PODRACER_COORDINATOR_ADDRESS` (and `PODRACER_PROCESS_ID`) in the
+  environment, as `scripts/launch_local.py` sets them for a pod of local
+  processes (or a GPU cluster's launcher would), the coordinator is explicit
+  and CPU collectives go through gloo.
+- Without it, JAX detects the cluster itself: Cloud TPU VMs (every worker of a
+  slice), SLURM and other environments it knows.
+
+A process that dies stops sending heartbeats; the others then fail within
+`HEARTBEAT_TIMEOUT_SECONDS` instead of waiting forever in a collective.
+"""
+
+import os
+
+import jax
+
+from podracer.config import ConfigError
+
+COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
+PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
+HEARTBEAT_TIMEOUT_SECONDS = 20
+INITIALIZATION_TIMEOUT_SECONDS = 120
+
+
+def initialize(replicas: int) -> None:
+    """Joins the job of `replicas` processes (idempotent; nothing to do for one process)."""
+    if replicas == 1 or jax.distributed.is_initialized():
+        return
+    coordinator = os.environ.get(COORDINATOR_ENV)
+    if coordinator:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(
+            coordinator_address=coordinator,
+            num_processes=replicas,
+            process_id=int(os.environ[PROCESS_ID_ENV]),
+            initialization_timeout=INITIALIZATION_TIMEOUT_SECONDS,
+            heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_SECONDS,
+        )
+    else:
+        try:
+            jax.distributed.initialize(
+                initialization_timeout=INITIALIZATION_TIMEOUT_SECONDS, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_SECONDS
+            )
+        except (ValueError, RuntimeError) as error:  # No cluster JAX knows about, or JAX already started alone.
+            raise ConfigError(
+                "replicas", f"{replicas} processes requested, but this is not a Cloud TPU slice or a cluster JAX "
+                f"detects ({error})", f"set {COORDINATOR_ENV} and {PROCESS_ID_ENV} in every process, use "
+                "scripts/launch_local.py on one machine, or leave --config.replicas=1",
+            ) from None
+
