@@ -9,7 +9,7 @@
 #   2. copy this checkout to every worker: a tarball of the files git tracks, as they are in the
 #      working tree (uncommitted edits included; .venv, runs/ and other untracked files left out),
 #      sent with `tpu-vm scp --worker=all` and unpacked into ~/podracer
-#   3. install on every worker: python3 -m venv .venv && .venv/bin/pip install -e ".[tpu]"
+#   3. install on every worker: python3.11 (from apt if missing) -m venv .venv && .venv/bin/pip install -e ".[tpu]"
 #   4. run on every worker at once (`tpu-vm ssh --worker=all`), streaming the output here:
 #        .venv/bin/podracer train --config CONFIG --config.replicas=WORKERS --workdir WORKDIR [EXTRA...]
 #      podracer joins the workers with jax.distributed when replicas > 1
@@ -30,9 +30,9 @@
 #                            v2-N, v3-N, v4-N, v5p-N -> N/8 (at least 1); other types need --workers
 #   --workdir DIR            run directory on the workers, relative to ~/podracer
 #                            (default runs/<config basename>, e.g. runs/anakin_catch)
-#   --python PY              interpreter that creates the workers' venv (default python3; podracer
-#                            needs 3.11 or 3.12, and Ubuntu 22.04 images ship 3.10: there, install
-#                            python3.11-venv and pass --python python3.11)
+#   --python PY              interpreter that creates the workers' venv (default python3.11, which
+#                            podracer needs at least; installed with apt, with its venv module,
+#                            where the image lacks it, as Ubuntu 22.04 images with 3.10 do)
 #   --no-fetch               leave WORKDIR on worker 0 instead of copying it back
 #   --skip-create            reuse an existing slice (steps 2-5 only; rerunning re-copies and
 #                            reinstalls over the previous copy, keeping .venv and runs/)
@@ -123,7 +123,7 @@ need_value() {  # need_value OPTION ARGC
 # Command line
 
 name="" zone="" accelerator_type="" config="" project="" version="tpu-ubuntu2204-base"
-workers="" workdir="" python="python3"
+workers="" workdir="" python="python3.11"
 spot=0 preemptible=0 skip_create=0 delete=0 delete_only=0 dry_run=0 fetch=1
 extra=()
 
@@ -304,6 +304,8 @@ remote_dir_q=$(printf %q "$REMOTE_DIR")
 remote_tarball_q=$(printf %q "$REMOTE_TARBALL")
 python_q=$(printf %q "$python")
 setup="mkdir -p $remote_dir_q && tar -xzf $remote_tarball_q -C $remote_dir_q && rm -f $remote_tarball_q"
+# Ubuntu 22.04 TPU images ship Python 3.10; podracer needs 3.11+, which the image's apt sources carry.
+setup+=" && { command -v $python_q >/dev/null || { sudo apt-get update -q && sudo apt-get install -y -q $python_q $python_q-venv; }; }"
 setup+=" && cd $remote_dir_q && $python_q -m venv .venv && .venv/bin/pip install -e \".[tpu]\""
 run gcloud compute tpus tpu-vm ssh "$name" "${common[@]}" --worker=all --command="$setup"
 

@@ -73,7 +73,8 @@ def test_v4_32_creates_copies_installs_runs_on_every_worker_and_fetches_the_logs
     for command in (setup, run):
         assert command[5] == "pr-test" and option(command, "--worker") == "all"
     assert "tar -xzf podracer.tar.gz" in option(setup, "--command")
-    assert "python3 -m venv .venv && .venv/bin/pip install -e" in option(setup, "--command")
+    assert "python3.11 -m venv .venv && .venv/bin/pip install -e" in option(setup, "--command")
+    assert "apt-get install -y -q python3.11 python3.11-venv" in option(setup, "--command")
     remote = option(run, "--command")
     assert "podracer train --config configs/anakin_catch.py --config.replicas=4 --workdir runs/anakin_catch" in remote
     assert remote.endswith("--config.num_envs=4096 --config.seed=3")
