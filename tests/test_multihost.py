@@ -84,3 +84,4 @@ def test_losing_a_process_ends_the_others_with_an_error():
         pod[0].kill()
         pytest.fail("process 0 kept running after process 1 died")
     assert pod[0].returncode != 0, stderr[-2000:]
+    assert "stopped sending heartbeats" in stderr  # JAX's coordination service names the lost process.
