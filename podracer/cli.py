@@ -103,11 +103,16 @@ def train(argv: Sequence[str]) -> int:
     final = history[-1]
     if jax.process_index() == 0:
         print(
-            f"done: {final['step']:,} steps on {jax.device_count()} devices in {jax.process_count()} process(es), "
+            f"done: {final['step']:,} steps on {_count(jax.device_count(), 'device')} in "
+            f"{_count(jax.process_count(), 'process', 'processes')}, "
             f"mean episode return {final['mean_episode_return']:.3f}, {final['steps_per_second']:,.0f} steps/s"
             + (f"; logs in {flag_values.workdir}" if flag_values.workdir else "")
         )
     return 0
+
+
+def _count(number: int, singular: str, plural: str = "") -> str:
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
 COMMANDS = {"train": train}

@@ -67,7 +67,7 @@ def test_launch_local_reports_the_job_once(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:]
     done = [line for line in result.stdout.splitlines() if "done:" in line]
-    assert len(done) == 1 and done[0].startswith("[0] ") and "on 4 devices in 2 process(es)" in done[0]
+    assert len(done) == 1 and done[0].startswith("[0] ") and "on 4 devices in 2 processes" in done[0]
     assert "steps/s" in done[0]
 
 
