@@ -13,11 +13,10 @@ from podracer.config import defaults
 from tests.helpers import load_config
 from tests.test_losses import (
     A,
-    B,
-    T,
     _close,
     _np_apply,
     _np_log_softmax,
+    _np_policy_gradient,
     _np_transitions,
     _params,
     _trajectory,
@@ -189,34 +188,15 @@ def _np_impala(params, trajectory, *, gamma, vtrace_lambda, clip_rho_threshold, 
     logits, values = _np_apply(params, obs)
     rewards, discounts, valid, lambdas = _np_transitions(trajectory, gamma, vtrace_lambda)
     action = np.asarray(trajectory.action)
-    log_probs_all = _np_log_softmax(logits[:-1])
+    log_probs = np.take_along_axis(_np_log_softmax(logits[:-1]), action[..., None], -1)[..., 0]
     behaviour = _np_log_softmax(np.asarray(trajectory.behaviour_logits, np.float64))
-    log_probs = np.take_along_axis(log_probs_all, action[..., None], -1)[..., 0]
     log_rhos = log_probs - np.take_along_axis(behaviour, action[..., None], -1)[..., 0]
     vs, pg_advantages = _np_vtrace_recursive(
         rewards, discounts, values, log_rhos, lambdas, clip_rho_threshold, clip_pg_rho_threshold, 1.0
     )
-    probs = np.exp(log_probs_all)
-    entropy_all = -(probs * log_probs_all).sum(-1)
-    n = T * B
-    policy_loss = -(valid * log_probs * pg_advantages).sum() / n
-    value_loss = 0.5 * (valid * (vs - values[:-1]) ** 2).sum() / n
-    entropy = (valid * entropy_all).sum() / n
-    total = policy_loss + value_cost * value_loss - entropy_cost * entropy
-    mean_rho = (valid * np.minimum(clip_rho_threshold, np.exp(log_rhos))).sum() / valid.sum()
-
-    d_logits = -(valid * pg_advantages)[..., None] * (np.eye(A)[action] - probs) / n
-    d_logits += entropy_cost * valid[..., None] * probs * (log_probs_all + entropy_all[..., None]) / n
-    d_values = value_cost * valid * (values[:-1] - vs) / n
-    x = obs[:-1]
-    grads = {
-        "w_pi": np.einsum("tbi,tba->ia", x, d_logits),
-        "b_pi": d_logits.sum((0, 1)),
-        "w_v": np.einsum("tbi,tb->i", x, d_values),
-        "b_v": d_values.sum(),
-    }
-    metrics = {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy,
-               "mean_rho": mean_rho}
+    total, metrics, grads = _np_policy_gradient(obs, logits, values, action, valid, pg_advantages, vs,
+                                                value_cost=value_cost, entropy_cost=entropy_cost)
+    metrics["mean_rho"] = (valid * np.minimum(clip_rho_threshold, np.exp(log_rhos))).sum() / valid.sum()
     return total, metrics, grads, log_rhos
 
 

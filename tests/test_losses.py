@@ -166,24 +166,31 @@ def _np_actor_critic(params, trajectory, *, gamma, td_lambda, value_cost, entrop
     logits, values = _np_apply(params, obs)
     rewards, discounts, valid, lambdas = _np_transitions(trajectory, gamma, td_lambda)
     returns = _np_lambda_returns(rewards, discounts, values, lambdas)
-    advantages = returns - values[:-1]
+    return _np_policy_gradient(obs, logits, values, np.asarray(trajectory.action), valid, returns - values[:-1],
+                               returns, value_cost=value_cost, entropy_cost=entropy_cost)
+
+
+def _np_policy_gradient(obs, logits, values, action, valid, advantages, value_targets, *, value_cost, entropy_cost):
+    """The actor-critic objective for given advantages and value targets (both constants): loss, metrics, gradient.
+
+    `obs`, `logits`, `values` cover all T + 1 timesteps; the rest are per transition `[T, B]`.
+    """
     log_probs_all = _np_log_softmax(logits[:-1])
     probs = np.exp(log_probs_all)
-    action = np.asarray(trajectory.action)
     log_probs = np.take_along_axis(log_probs_all, action[..., None], -1)[..., 0]
     entropy_all = -(probs * log_probs_all).sum(-1)
     n = T * B
     policy_loss = -(valid * log_probs * advantages).sum() / n
-    value_loss = 0.5 * (valid * advantages**2).sum() / n
+    value_loss = 0.5 * (valid * (value_targets - values[:-1]) ** 2).sum() / n
     entropy = (valid * entropy_all).sum() / n
     total = policy_loss + value_cost * value_loss - entropy_cost * entropy
 
-    # Gradient: returns (targets) and advantages in the policy term are constants.
+    # Gradient: the advantages and the targets are constants.
     one_hot = np.eye(A)[action]
     d_logits = -(valid * advantages)[..., None] * (one_hot - probs) / n  # policy term
     d_entropy = -probs * (log_probs_all + entropy_all[..., None])  # dH/dlogits
     d_logits += -entropy_cost * valid[..., None] * d_entropy / n
-    d_values = value_cost * valid * (values[:-1] - returns) / n  # only v_0..v_{T-1}
+    d_values = value_cost * valid * (values[:-1] - value_targets) / n  # only v_0..v_{T-1}
     x = obs[:-1]
     grads = {
         "w_pi": np.einsum("tbi,tba->ia", x, d_logits),

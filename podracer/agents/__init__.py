@@ -51,46 +51,16 @@ def make_agent(config: ConfigDict, env: Environment, num_updates: int) -> Agent:
 
 
 def _make_learn(agent_config: ConfigDict, apply_fn: Callable, optimizer: optax.GradientTransformation) -> Callable:
-    if agent_config.name == "actor_critic":
-        loss_fn = functools.partial(
-            actor_critic.loss,
-            apply_fn=apply_fn,
-            gamma=agent_config.gamma,
-            td_lambda=agent_config.td_lambda,
-            value_cost=agent_config.value_cost,
-            entropy_cost=agent_config.entropy_cost,
-        )
-        return _one_sgd_step(loss_fn, optimizer)
-    if agent_config.name == "impala":
-        loss_fn = functools.partial(
-            impala.loss,
-            apply_fn=apply_fn,
-            gamma=agent_config.gamma,
-            vtrace_lambda=agent_config.vtrace_lambda,
-            clip_rho_threshold=agent_config.clip_rho_threshold,
-            clip_pg_rho_threshold=agent_config.clip_pg_rho_threshold,
-            value_cost=agent_config.value_cost,
-            entropy_cost=agent_config.entropy_cost,
-        )
-        return _one_sgd_step(loss_fn, optimizer)
+    # Every field of `config.agent` but its name is a keyword argument of the agent's loss (or PPO's learn).
+    hyperparameters = {field: value for field, value in agent_config.items() if field != "name"}
     if agent_config.name == "ppo":
-        return functools.partial(
-            ppo.learn,
-            apply_fn=apply_fn,
-            optimizer=optimizer,
-            gamma=agent_config.gamma,
-            gae_lambda=agent_config.gae_lambda,
-            num_epochs=agent_config.num_epochs,
-            num_minibatches=agent_config.num_minibatches,
-            clip_epsilon=agent_config.clip_epsilon,
-            clip_value_loss=agent_config.clip_value_loss,
-            value_cost=agent_config.value_cost,
-            entropy_cost=agent_config.entropy_cost,
-            normalize_advantages=agent_config.normalize_advantages,
-        )
+        return functools.partial(ppo.learn, apply_fn=apply_fn, optimizer=optimizer, **hyperparameters)
+    if agent_config.name in _SINGLE_STEP_LOSSES:
+        loss_fn = functools.partial(_SINGLE_STEP_LOSSES[agent_config.name], apply_fn=apply_fn, **hyperparameters)
+        # One replicated gradient step on the whole trajectory; the key is unused.
+        return lambda state, trajectory, key: sgd_step(state, trajectory, loss_fn, optimizer)
     raise ValueError(f"Unknown agent {agent_config.name!r}; choose one of {AGENTS}.")
 
 
-def _one_sgd_step(loss_fn: Callable, optimizer: optax.GradientTransformation) -> Callable:
-    """A `learn` that takes a single replicated gradient step on the whole trajectory (the key is unused)."""
-    return lambda state, trajectory, key: sgd_step(state, trajectory, loss_fn, optimizer)
+# Agents whose `learn` is a single gradient step of their loss.
+_SINGLE_STEP_LOSSES = {"actor_critic": actor_critic.loss, "impala": impala.loss}

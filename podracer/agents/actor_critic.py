@@ -27,6 +27,30 @@ def evaluate(apply_fn: Callable, params: Any, observation: Any, leading_shape: t
     return logits.reshape(leading_shape + logits.shape[-1:]), values.reshape(leading_shape)
 
 
+def policy_gradient_loss(
+    log_probs: jnp.ndarray,
+    logits: jnp.ndarray,
+    values: jnp.ndarray,
+    valid: jnp.ndarray,
+    advantages: jnp.ndarray,
+    value_targets: jnp.ndarray,
+    *,
+    value_cost: float,
+    entropy_cost: float,
+) -> tuple[jnp.ndarray, dict]:
+    """The actor-critic objective above from given advantages and value targets, both held constant.
+
+    Per-transition inputs `[T, B]` (`logits` `[T, B, A]`): log pi(a_t|s_t), the
+    policy's logits and the values v_t of the observations actions were chosen
+    from. Shared with IMPALA, whose advantages and targets come from V-trace.
+    """
+    policy_loss = -jnp.mean(valid * log_probs * jax.lax.stop_gradient(advantages))
+    value_loss = 0.5 * jnp.mean(valid * (jax.lax.stop_gradient(value_targets) - values) ** 2)
+    entropy = jnp.mean(valid * policy.entropy(logits))
+    total = policy_loss + value_cost * value_loss - entropy_cost * entropy
+    return total, {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}
+
+
 def loss(
     params: Any,
     trajectory: Trajectory,
@@ -40,13 +64,14 @@ def loss(
     step_type = trajectory.timestep.step_type
     logits, values = evaluate(apply_fn, params, trajectory.timestep.observation, step_type.shape)
     tr = transitions(trajectory, gamma)
-    returns = jax.lax.stop_gradient(
-        lambda_returns(tr.rewards, tr.discounts, values, td_lambda * (1.0 - tr.bootstrap_here))
+    returns = lambda_returns(tr.rewards, tr.discounts, values, td_lambda * (1.0 - tr.bootstrap_here))
+    return policy_gradient_loss(
+        policy.log_prob(logits[:-1], trajectory.action),
+        logits[:-1],
+        values[:-1],
+        tr.valid,
+        returns - values[:-1],
+        returns,
+        value_cost=value_cost,
+        entropy_cost=entropy_cost,
     )
-    advantages = returns - values[:-1]
-    log_probs = policy.log_prob(logits[:-1], trajectory.action)
-    policy_loss = -jnp.mean(tr.valid * log_probs * jax.lax.stop_gradient(advantages))
-    value_loss = 0.5 * jnp.mean(tr.valid * advantages**2)
-    entropy = jnp.mean(tr.valid * policy.entropy(logits[:-1]))
-    total = policy_loss + value_cost * value_loss - entropy_cost * entropy
-    return total, {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from podracer.agents import policy
-from podracer.agents.actor_critic import evaluate
+from podracer.agents.actor_critic import evaluate, policy_gradient_loss
 from podracer.agents.returns import vtrace
 from podracer.agents.trajectory import Trajectory, transitions
 
@@ -41,27 +41,25 @@ def loss(
     tr = transitions(trajectory, gamma)
     log_probs = policy.log_prob(logits[:-1], trajectory.action)
     log_rhos = jax.lax.stop_gradient(log_probs - policy.log_prob(trajectory.behaviour_logits, trajectory.action))
-    targets = jax.lax.stop_gradient(
-        vtrace(
-            tr.rewards,
-            tr.discounts,
-            values,
-            log_rhos,
-            vtrace_lambda * (1.0 - tr.bootstrap_here),
-            clip_rho_threshold=clip_rho_threshold,
-            clip_pg_rho_threshold=clip_pg_rho_threshold,
-        )
+    targets = vtrace(  # Held constant by `policy_gradient_loss`.
+        tr.rewards,
+        tr.discounts,
+        values,
+        log_rhos,
+        vtrace_lambda * (1.0 - tr.bootstrap_here),
+        clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold,
     )
-    policy_loss = -jnp.mean(tr.valid * log_probs * targets.pg_advantages)
-    value_loss = 0.5 * jnp.mean(tr.valid * (targets.vs - values[:-1]) ** 2)
-    entropy = jnp.mean(tr.valid * policy.entropy(logits[:-1]))
-    total = policy_loss + value_cost * value_loss - entropy_cost * entropy
+    total, metrics = policy_gradient_loss(
+        log_probs,
+        logits[:-1],
+        values[:-1],
+        tr.valid,
+        targets.pg_advantages,
+        targets.vs,
+        value_cost=value_cost,
+        entropy_cost=entropy_cost,
+    )
     clipped_rhos = jnp.minimum(clip_rho_threshold, jnp.exp(log_rhos))
-    mean_rho = jnp.sum(tr.valid * clipped_rhos) / jnp.maximum(jnp.sum(tr.valid), 1.0)
-    return total, {
-        "loss": total,
-        "policy_loss": policy_loss,
-        "value_loss": value_loss,
-        "entropy": entropy,
-        "mean_rho": mean_rho,
-    }
+    metrics["mean_rho"] = jnp.sum(tr.valid * clipped_rhos) / jnp.maximum(jnp.sum(tr.valid), 1.0)
+    return total, metrics

@@ -83,6 +83,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
         records: queue.Queue = queue.Queue()
         rollout_queues = [queue.Queue(maxsize=config.queue_size) for _ in range(num_actor_threads)]
         act = make_act(agent.network.apply)
+        learner_sharding = NamedSharding(learner_mesh, TRAJECTORY_SPEC)
         for index, env in enumerate(envs):
             threads.append(start_worker(f"actor-{index}", control, functools.partial(
                 run_actor,
@@ -91,7 +92,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
                 act=act,
                 parameters=parameters,
                 rollouts=rollout_queues[index],
-                learner_sharding=NamedSharding(learner_mesh, TRAJECTORY_SPEC),
+                learner_sharding=learner_sharding,
                 control=control,
                 key=jax.random.fold_in(actor_key, first_thread + index),
                 unroll_length=config.unroll_length,
