@@ -86,7 +86,7 @@ def train(argv: Sequence[str]) -> int:
 
     config = flag_values.config
     try:
-        distributed.initialize(config.replicas)  # Before anything touches a device.
+        distributed.start(config)  # Before anything touches a device.
         config_lib.validate(config)
     except config_lib.ConfigError as error:
         return _usage_error(error)

@@ -38,6 +38,9 @@ def defaults(agent: str, architecture: str = "anakin") -> ConfigDict:
     config.seed = 0
     config.replicas = 1  # Processes (hosts) in the job; the one value that scales out (see podracer.distributed).
     config.total_steps = 1_000_000  # Environment steps over the whole run (every device, every actor).
+    # XLA:CPU threads (see podracer.cpu_threads): one suits Anakin's small networks, 0 (one per core) Sebulba's
+    # actor and learner devices sharing the CPU.
+    config.cpu_threads = 1 if architecture == "anakin" else 0
     if architecture == "anakin":
         config.env = ConfigDict({"name": "catch", "kwargs": ConfigDict()})
         config.num_devices = 0  # How many local devices to replicate over; 0 means all of them.

@@ -18,13 +18,21 @@ A process that dies stops sending heartbeats; the others then fail within
 import os
 
 import jax
+from ml_collections import ConfigDict
 
 from podracer.config import ConfigError
+from podracer.cpu_threads import set_cpu_threads
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
 HEARTBEAT_TIMEOUT_SECONDS = 20
 INITIALIZATION_TIMEOUT_SECONDS = 120
+
+
+def start(config: ConfigDict) -> None:
+    """What a process sets up before JAX touches a device: XLA:CPU's threads, then the job of `config.replicas`."""
+    set_cpu_threads(config.cpu_threads)
+    initialize(config.replicas)
 
 
 def initialize(replicas: int) -> None:

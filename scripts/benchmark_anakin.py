@@ -39,12 +39,14 @@ def main(argv=None) -> None:
     parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append", help="run only these benchmarks")
     args = parser.parse_args(argv)
     from podracer.anakin import train
+    from podracer.cpu_threads import set_cpu_threads
 
-    print(f"backend={jax.default_backend()} devices={jax.device_count()} ({jax.devices()[0].device_kind})")
+    configs = {name: load_config(*BENCHMARKS[name]) for name in args.only or BENCHMARKS}
+    set_cpu_threads(next(iter(configs.values())).cpu_threads)  # Every Anakin config uses the same number.
+    print(f"backend={jax.default_backend()} devices={jax.device_count()} ({jax.devices()[0].device_kind}), "
+          f"XLA:CPU threads={os.environ.get('PJRT_NPROC', 'one per core')}")
     print(f"{'benchmark':<26} {'envs':>6} {'steps':>10} {'compile s':>10} {'steps/s':>12} {'final return':>13}")
-    for name in args.only or BENCHMARKS:
-        filename, overrides = BENCHMARKS[name]
-        config = load_config(filename, overrides)
+    for name, config in configs.items():
         _, history = train(config, show_progress=False)
         steady = [record["steps_per_second"] for record in history[1:]] or [history[0]["steps_per_second"]]
         print(

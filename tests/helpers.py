@@ -5,6 +5,7 @@ import runpy
 import subprocess
 import sys
 import textwrap
+from typing import Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,9 +21,20 @@ def load_config(name: str, **overrides):
     return config
 
 
-def run_python(code: str, num_devices: int = 1, timeout: float = 300, args=()) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh interpreter that sees `num_devices` CPU devices."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={num_devices}", JAX_PLATFORMS="cpu")
+def run_python(
+    code: str, num_devices: int = 1, timeout: float = 300, args=(), env: Optional[dict] = None
+) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter that sees `num_devices` CPU devices.
+
+    `env` adds environment variables; a value of None removes one.
+    """
+    env = {
+        **os.environ,
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count={num_devices}",
+        "JAX_PLATFORMS": "cpu",
+        **(env or {}),
+    }
+    env = {name: value for name, value in env.items() if value is not None}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,

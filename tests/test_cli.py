@@ -44,6 +44,7 @@ BAD_INPUTS = [
     (CATCH, ["--config.num_envs=many"], 1, ["num_envs", "many"]),
     (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1"]),
     (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows"]),
+    (CATCH, ["--config.cpu_threads=-1"], 1, ["config.cpu_threads", ">= 0", "--config.cpu_threads=1"]),
     (CATCH, ["--config.replicas=2"], 1, ["config.replicas", "2 processes requested", "launch_local.py"]),
     (SEBULBA, ["--config.learner_device_ids=(0,1)"], 2, ["config.learner_device_ids", "[0] are also actor", "disjoint"]),
     (SEBULBA, ["--config.learner_device_ids=(5,)"], 2, ["config.learner_device_ids", "(5,)", "0..1"]),

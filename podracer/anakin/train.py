@@ -28,7 +28,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
     spans every process's devices, each holds its own shard of the environments,
     and only process 0 writes logs.
     """
-    distributed.initialize(config.replicas)
+    distributed.start(config)
     config_lib.validate(config)
     env = envs.wrap_for_training(envs.make(config.env.name, **config.env.kwargs))
     mesh = device_mesh(anakin_devices(config.num_devices))

@@ -56,7 +56,7 @@ def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool
     the learner devices of every process, each process's trajectories go to its
     own learner devices, and the update averages gradients over all of them.
     """
-    distributed.initialize(config.replicas)
+    distributed.start(config)
     config_lib.validate(config)
     actor_ids, learner_ids = config_lib.sebulba_device_ids(config)
     actor_devices = devices_by_id(actor_ids)
