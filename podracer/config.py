@@ -184,11 +184,11 @@ def _validate_sebulba(config: ConfigDict) -> None:
     available = jax.local_device_count()
     if not config.actor_device_ids:
         raise ConfigError("actor_device_ids", "no devices given", f"name at least one of the devices 0..{available - 1}")
-    for field, ids in zip(("actor_device_ids", "learner_device_ids"), sebulba_device_ids(config)):
+    actors, learners = sebulba_device_ids(config)
+    for field, ids in (("actor_device_ids", actors), ("learner_device_ids", learners)):
         if len(set(ids)) != len(ids) or not all(0 <= i < available for i in ids):
             raise ConfigError(field, f"{ids} are not distinct positions among this process's {available} "
                               f"{jax.default_backend()} devices", f"choose distinct ids from 0..{available - 1}")
-    actors, learners = sebulba_device_ids(config)
     if set(actors) & set(learners) and available > 1:
         raise ConfigError("learner_device_ids", f"devices {sorted(set(actors) & set(learners))} are also actor "
                           "devices", "make actor_device_ids and learner_device_ids disjoint (they may share a "

@@ -55,11 +55,9 @@ def main(argv=None) -> int:
 
 def run_row(name: str) -> int:
     from podracer.anakin import train
-    from podracer.cpu_threads import set_cpu_threads
 
     config = load_config(*BENCHMARKS[name])
-    set_cpu_threads(config.cpu_threads)  # Before this process starts JAX.
-    _, history = train(config, show_progress=False)
+    _, history = train(config, show_progress=False)  # Applies config.cpu_threads before JAX starts.
     steady = [record["steps_per_second"] for record in history[1:]] or [history[0]["steps_per_second"]]
     print(
         f"{name:<26} {config.num_envs:>6} {os.environ.get('PJRT_NPROC', 'all'):>8} {history[-1]['step']:>10,} "
