@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CONFIG ?= configs/anakin_catch.py
 WORKDIR ?= runs/$(notdir $(basename $(CONFIG)))
 
-.PHONY: run test bench bench-sebulba clean
+.PHONY: run test test-fast lint format bench bench-sebulba clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,22 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/podracer train --config $(CONFIG) --workdir $(WORKDIR)
 
-test: $(VENV)/.installed-test
+# The whole suite, learning tests included, after the lint and format checks.
+test: lint
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+# Everything but the learning tests (marked slow), for quick loops.
+test-fast: lint
+	$(BIN)/python -m pytest -n 2 -m "not slow" $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Rewrites the code in ruff's format and applies ruff's safe fixes.
+format: $(VENV)/.installed-test
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark_anakin.py

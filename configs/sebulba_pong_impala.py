@@ -3,7 +3,8 @@
 Espeholt et al. (2018), Table G.1 and Section 5.3: the ResNet torso (channels
 16-32-32, two residual blocks per stage), unroll length 20, RMSProp (lr 6e-4
 annealed to 0, decay 0.99, eps 0.01), entropy 0.01, baseline cost 0.5,
-discount 0.99, global-norm gradient clipping at 40, rewards clipped to [-1, 1].
+discount 0.99, global-norm gradient clipping at 40, rewards clipped to [-1, 1]
+by the learner (episode returns report the game's score).
 Two actor threads of 32 environments each feed a learner batch of 64
 trajectories. Standard envpool Atari preprocessing: 84x84 grey, 4 stacked
 frames, frame skip 4, up to 30 no-ops at the start. By default the actors use
@@ -14,10 +15,10 @@ machine); choose others with e.g. `--config.learner_device_ids="(1,2,3)"`.
 from podracer.config import defaults
 
 
-def get_config(game: str = "Pong-v5"):
+def get_config():
     config = defaults("impala", architecture="sebulba")
-    config.env.name = game
-    config.env.kwargs.reward_clip = True
+    config.env.name = "Pong-v5"
+    config.agent.reward_clip = 1.0
     config.envs_per_thread = 32
     config.actor_threads_per_device = 2
     config.unroll_length = 20

@@ -22,20 +22,18 @@ import warnings
 
 from jax._src import xla_bridge
 
-from podracer.config import ConfigError
-
 THREADS_ENV = "PJRT_NPROC"
 
 
 def set_cpu_threads(threads: int) -> None:
     """Sizes XLA:CPU's thread pools to `threads` (0: one per core) if JAX has not started yet."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise ConfigError("cpu_threads", f"must be a whole number >= 0, got {threads!r}",
-                          "set --config.cpu_threads=1 for small networks, or 0 for one thread per core")
     if threads == 0 or THREADS_ENV in os.environ:
         return
     if xla_bridge.backends_are_initialized():
-        warnings.warn(f"config.cpu_threads={threads} has no effect: JAX was already running in this process "
-                      f"(set {THREADS_ENV}={threads} before starting Python instead)", stacklevel=2)
+        warnings.warn(
+            f"config.cpu_threads={threads} has no effect: JAX was already running in this process "
+            f"(set {THREADS_ENV}={threads} before starting Python instead)",
+            stacklevel=2,
+        )
         return
     os.environ[THREADS_ENV] = str(threads)

@@ -20,8 +20,8 @@ import os
 import jax
 from ml_collections import ConfigDict
 
-from podracer.config import ConfigError
 from podracer.cpu_threads import set_cpu_threads
+from podracer.errors import ConfigError
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
@@ -30,9 +30,19 @@ INITIALIZATION_TIMEOUT_SECONDS = 120
 
 
 def start(config: ConfigDict) -> None:
-    """What a process sets up before JAX touches a device: XLA:CPU's threads, then the job of `config.replicas`."""
+    """What a process sets up before JAX touches a device: XLA:CPU's threads, then the job of `config.replicas`.
+
+    Raises `ConfigError` when the job does not have `config.replicas` processes.
+    """
     set_cpu_threads(config.cpu_threads)
     initialize(config.replicas)
+    if jax.process_count() != config.replicas:
+        raise ConfigError(
+            "replicas",
+            f"{config.replicas} processes expected but this job has {jax.process_count()}",
+            "start one process per replica (scripts/launch_local.py, scripts/launch_tpu.sh) or set "
+            f"--config.replicas={jax.process_count()}",
+        )
 
 
 def initialize(replicas: int) -> None:
@@ -52,12 +62,18 @@ def initialize(replicas: int) -> None:
     else:
         try:
             jax.distributed.initialize(
-                initialization_timeout=INITIALIZATION_TIMEOUT_SECONDS, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_SECONDS
+                initialization_timeout=INITIALIZATION_TIMEOUT_SECONDS,
+                heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_SECONDS,
             )
         except (ValueError, RuntimeError) as error:  # No cluster JAX knows about, or JAX already started alone.
             raise ConfigError(
-                "replicas", f"{replicas} processes requested, but this is not a Cloud TPU slice or a cluster JAX "
-                f"detects ({error})", f"set {COORDINATOR_ENV} and {PROCESS_ID_ENV} in every process, use "
+                "replicas",
+                f"{replicas} processes requested, but this is not a Cloud TPU slice or a cluster JAX detects ({error})",
+                f"set {COORDINATOR_ENV} and {PROCESS_ID_ENV} in every process, use "
                 "scripts/launch_local.py on one machine, or leave --config.replicas=1",
             ) from None
 
+
+def is_chief() -> bool:
+    """Whether this process writes logs and shows progress: process 0 of the job."""
+    return jax.process_index() == 0

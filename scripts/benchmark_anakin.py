@@ -13,12 +13,13 @@ the kernels are big enough to split. Usage:
 
 import argparse
 import os
-import runpy
 import statistics
 import subprocess
 import sys
 
 import jax
+
+from podracer.config import load
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -26,16 +27,15 @@ CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config
 BENCHMARKS = {
     "catch_actor_critic": ("anakin_catch.py", {}),
     "cartpole_ppo": ("anakin_cartpole_ppo.py", {}),  # CleanRL's workload: 4 envs x 128 steps, 5e5 steps.
-    "cartpole_ppo_256_envs": ("anakin_cartpole_ppo.py", {"num_envs": 256, "total_steps": 256 * 128 * 4 * 20, "updates_per_dispatch": 4, "cpu_threads": 0}),
-    "cartpole_ppo_2048_envs": ("anakin_cartpole_ppo.py", {"num_envs": 2048, "total_steps": 2048 * 128 * 10, "updates_per_dispatch": 1, "cpu_threads": 0}),
+    "cartpole_ppo_256_envs": (
+        "anakin_cartpole_ppo.py",
+        {"num_envs": 256, "total_steps": 256 * 128 * 4 * 20, "updates_per_dispatch": 4, "cpu_threads": 0},
+    ),
+    "cartpole_ppo_2048_envs": (
+        "anakin_cartpole_ppo.py",
+        {"num_envs": 2048, "total_steps": 2048 * 128 * 10, "updates_per_dispatch": 1, "cpu_threads": 0},
+    ),
 }
-
-
-def load_config(filename: str, overrides: dict):
-    config = runpy.run_path(os.path.join(CONFIGS, filename))["get_config"]()
-    for field, value in overrides.items():
-        config[field] = value
-    return config
 
 
 def main(argv=None) -> int:
@@ -45,19 +45,24 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.row:
         return run_row(args.row)
-    print(f"{'benchmark':<26} {'envs':>6} {'threads':>8} {'steps':>10} {'compile s':>10} {'steps/s':>12} {'final return':>13}")
+    print(
+        f"{'benchmark':<26} {'envs':>6} {'threads':>8} {'steps':>10} {'compile s':>10} {'steps/s':>12} {'final return':>13}"
+    )
     for name in args.only or BENCHMARKS:
         subprocess.run([sys.executable, os.path.abspath(__file__), "--row", name], check=True)
-    print(f"backend={jax.default_backend()} devices={jax.device_count()} ({jax.devices()[0].device_kind}); "
-          "threads: XLA:CPU thread pool size, config.cpu_threads (all: one per core)")
+    print(
+        f"backend={jax.default_backend()} devices={jax.device_count()} ({jax.devices()[0].device_kind}); "
+        "threads: XLA:CPU thread pool size, config.cpu_threads (all: one per core)"
+    )
     return 0
 
 
 def run_row(name: str) -> int:
-    from podracer.anakin import train
+    import podracer
 
-    config = load_config(*BENCHMARKS[name])
-    _, history = train(config, show_progress=False)  # Applies config.cpu_threads before JAX starts.
+    filename, overrides = BENCHMARKS[name]
+    config = load(os.path.join(CONFIGS, filename), overrides)
+    history = podracer.train(config).history  # Applies config.cpu_threads before JAX starts.
     steady = [record["steps_per_second"] for record in history[1:]] or [history[0]["steps_per_second"]]
     print(
         f"{name:<26} {config.num_envs:>6} {os.environ.get('PJRT_NPROC', 'all'):>8} {history[-1]['step']:>10,} "

@@ -19,7 +19,6 @@ Usage:
 
 import argparse
 import os
-import runpy
 import sys
 import threading
 import time
@@ -30,26 +29,30 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
 import jax  # noqa: E402 -- after XLA_FLAGS.
 import numpy as np  # noqa: E402
 
+from podracer.config import load  # noqa: E402
+
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 THREADS, ENVS_PER_THREAD = 2, 32
 
 
 def pong_config(torso: str, updates: int, warmup: int):
-    config = runpy.run_path(os.path.join(CONFIGS, "sebulba_pong_impala.py"))["get_config"]()
-    config.actor_threads_per_device = THREADS
-    config.envs_per_thread = ENVS_PER_THREAD
-    config.total_steps = (warmup + updates) * THREADS * ENVS_PER_THREAD * config.unroll_length
-    config.log_every_updates = 1
-    config.network.torso = torso
+    overrides = {
+        "actor_threads_per_device": THREADS,
+        "envs_per_thread": ENVS_PER_THREAD,
+        "log_every_updates": 1,
+        "network.torso": torso,
+    }
     if torso == "mlp":
-        config.network.hidden_sizes = (64,)
+        overrides["network.hidden_sizes"] = (64,)
+    config = load(os.path.join(CONFIGS, "sebulba_pong_impala.py"), overrides)
+    config.total_steps = (warmup + updates) * THREADS * ENVS_PER_THREAD * config.unroll_length
     return config
 
 
 def sebulba_frames_per_second(config, warmup: int) -> tuple[float, dict]:
-    from podracer import sebulba
+    import podracer
 
-    _, history = sebulba.train(config, show_progress=False)
+    history = podracer.train(config).history
     steady = history[warmup:]
     frames = sum(r["frames_per_second"] * r["seconds"] for r in steady)
     shares = {k: np.mean([r[k] for r in steady]) for k in ("actor_env_share", "actor_inference_share", "learner_share")}
@@ -58,9 +61,9 @@ def sebulba_frames_per_second(config, warmup: int) -> tuple[float, dict]:
 
 def envpool_frames_per_second(name: str, steps: int) -> float:
     """envpool alone: `THREADS` Python threads each stepping their own pool with random actions."""
-    from podracer.envs.envpool_env import make_host_env
+    from podracer.envs import make_envpool_env
 
-    envs = [make_host_env(name, ENVS_PER_THREAD, seed=i * ENVS_PER_THREAD) for i in range(THREADS)]
+    envs = [make_envpool_env(name, ENVS_PER_THREAD, seed=i * ENVS_PER_THREAD) for i in range(THREADS)]
 
     def run(env, seed):
         rng = np.random.default_rng(seed)
@@ -91,19 +94,27 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     rows = args.only or ["pipeline", "pong_resnet"]
     devices = jax.devices()
-    print(f"backend={jax.default_backend()} devices={len(devices)} ({devices[0].device_kind}), "
-          f"cpu cores={os.cpu_count()}, {THREADS} actor threads x {ENVS_PER_THREAD} Pong environments")
+    print(
+        f"backend={jax.default_backend()} devices={len(devices)} ({devices[0].device_kind}), "
+        f"cpu cores={os.cpu_count()}, {THREADS} actor threads x {ENVS_PER_THREAD} Pong environments"
+    )
     if "pipeline" in rows:
         config = pong_config("mlp", args.updates, args.warmup)
         raw = envpool_frames_per_second(config.env.name, steps=config.unroll_length * args.updates)
         fps, shares = sebulba_frames_per_second(config, args.warmup)
         print(f"envpool alone (random actions)         {raw:>10,.0f} frames/s")
-        print(f"sebulba, MLP(64) on pixels             {fps:>10,.0f} frames/s   pipeline efficiency {fps / raw:.2f}   "
-              + " ".join(f"{k}={v:.2f}" for k, v in shares.items()), flush=True)
+        print(
+            f"sebulba, MLP(64) on pixels             {fps:>10,.0f} frames/s   pipeline efficiency {fps / raw:.2f}   "
+            + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
+            flush=True,
+        )
     if "pong_resnet" in rows:
         fps, shares = sebulba_frames_per_second(pong_config("impala_resnet", args.updates, args.warmup), args.warmup)
-        print(f"sebulba, IMPALA ResNet 16-32-32         {fps:>10,.0f} frames/s   "
-              + " ".join(f"{k}={v:.2f}" for k, v in shares.items()), flush=True)
+        print(
+            f"sebulba, IMPALA ResNet 16-32-32         {fps:>10,.0f} frames/s   "
+            + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ podracer config's `cpu_threads`); start the script with `PJRT_NPROC` unset and
 
 import argparse
 import os
-import runpy
 import statistics
 import sys
 import time
@@ -28,9 +27,21 @@ CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs
 
 # PureJaxRL's CartPole settings (its ppo.py `__main__`), which are CleanRL's.
 PUREJAXRL_CONFIG = {
-    "LR": 2.5e-4, "NUM_ENVS": 4, "NUM_STEPS": 128, "TOTAL_TIMESTEPS": 5e5, "UPDATE_EPOCHS": 4,
-    "NUM_MINIBATCHES": 4, "GAMMA": 0.99, "GAE_LAMBDA": 0.95, "CLIP_EPS": 0.2, "ENT_COEF": 0.01,
-    "VF_COEF": 0.5, "MAX_GRAD_NORM": 0.5, "ACTIVATION": "tanh", "ENV_NAME": "CartPole-v1", "ANNEAL_LR": True,
+    "LR": 2.5e-4,
+    "NUM_ENVS": 4,
+    "NUM_STEPS": 128,
+    "TOTAL_TIMESTEPS": 5e5,
+    "UPDATE_EPOCHS": 4,
+    "NUM_MINIBATCHES": 4,
+    "GAMMA": 0.99,
+    "GAE_LAMBDA": 0.95,
+    "CLIP_EPS": 0.2,
+    "ENT_COEF": 0.01,
+    "VF_COEF": 0.5,
+    "MAX_GRAD_NORM": 0.5,
+    "ACTIVATION": "tanh",
+    "ENV_NAME": "CartPole-v1",
+    "ANNEAL_LR": True,
     "DEBUG": False,
 }
 
@@ -44,15 +55,16 @@ def main(argv=None) -> int:
     if not os.path.isfile(os.path.join(args.purejaxrl, "purejaxrl", "ppo.py")):
         parser.error(f"--purejaxrl: no purejaxrl/ppo.py under {args.purejaxrl}; pass the checkout's top folder")
 
-    config = runpy.run_path(CONFIG)["get_config"]()
-    if args.cpu_threads is not None:
-        config.cpu_threads = args.cpu_threads
+    from podracer.config import load
     from podracer.cpu_threads import set_cpu_threads
 
+    config = load(CONFIG)
+    if args.cpu_threads is not None:
+        config.cpu_threads = args.cpu_threads
     set_cpu_threads(config.cpu_threads)  # Before JAX starts, for both programs.
     import jax
 
-    from podracer.anakin import train
+    import podracer
 
     sys.path.insert(0, os.path.abspath(args.purejaxrl))
     from purejaxrl.ppo import make_train
@@ -67,7 +79,7 @@ def main(argv=None) -> int:
 
     def time_podracer(seed: int) -> float:
         config.seed = seed
-        _, history = train(config, show_progress=False)  # Each record's rate leaves compilation out.
+        history = podracer.train(config).history  # Each record's rate leaves compilation out.
         per_dispatch = history[0]["step"]
         return history[-1]["step"] / sum(per_dispatch / record["steps_per_second"] for record in history)
 
@@ -77,7 +89,10 @@ def main(argv=None) -> int:
     for seed in range(args.pairs):
         theirs, ours = time_purejaxrl(seed), time_podracer(seed)
         speed_ups.append(ours / theirs)
-        print(f"PureJaxRL {theirs:>9,.0f} steps/s   podracer {ours:>9,.0f} steps/s   speed-up {ours / theirs:.2f}", flush=True)
+        print(
+            f"PureJaxRL {theirs:>9,.0f} steps/s   podracer {ours:>9,.0f} steps/s   speed-up {ours / theirs:.2f}",
+            flush=True,
+        )
     print(f"median speed-up over {args.pairs} pairs: {statistics.median(speed_ups):.2f}")
     return 0
 

@@ -43,8 +43,13 @@ def process_env(index: int, devices_per_process: int, address: str) -> dict:
 
 def start(index: int, args: argparse.Namespace, address: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "podracer.cli", "train", *args.train_args, f"--config.replicas={args.processes}"]
-    process = subprocess.Popen(command, env=process_env(index, args.devices_per_process, address),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        command,
+        env=process_env(index, args.devices_per_process, address),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     threading.Thread(target=relay, args=(index, process), daemon=True).start()
     return process
 

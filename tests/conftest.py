@@ -7,7 +7,10 @@ replication too; tests that need more devices start a subprocess (see
 Compiled programs go to a persistent compilation cache private to this
 session, which the subprocesses inherit: many tests build the same programs
 (the same network's initialisation, the same learner step), and on a 2-core
-machine compiling them again dominates the suite's time.
+machine compiling them again dominates the suite's time. Every program is
+cached, however quickly it compiled: the subprocesses each compile the same
+many small programs (initialisers, acting steps), and caching them all makes
+the suite about 5% faster than caching only those that take half a second.
 """
 
 import atexit
@@ -22,4 +25,4 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache_dir = tempfile.mkdtemp(prefix="podracer-test-jax-cache-")
     atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache_dir
-    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"

@@ -1,4 +1,7 @@
-"""The `podracer` command: a successful run's outputs, and clear errors (exit 2, nothing written) for bad input."""
+"""The `podracer` command: a successful run's outputs, and clear errors (exit 2, nothing written) for bad input.
+
+Also the config files: every one under configs/ loads and passes static validation.
+"""
 
 import glob
 import json
@@ -6,15 +9,23 @@ import os
 
 import pytest
 
-from tests.helpers import ROOT, load_config, run_cli, run_python
+import podracer
+from tests.helpers import ROOT, last_json_line, load_config, run_cli, run_module
 
 CATCH = "configs/anakin_catch.py"
 
 
 def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
     workdir = tmp_path / "run"
-    result = run_cli("train", "--config", CATCH, "--config.total_steps=40960", "--config.num_envs=32",
-                     f"--workdir={workdir}", "--noprogress")
+    result = run_cli(
+        "train",
+        "--config",
+        CATCH,
+        "--config.total_steps=40960",
+        "--config.num_envs=32",
+        f"--workdir={workdir}",
+        "--noprogress",
+    )
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [10240, 20480, 30720, 40960]
@@ -41,48 +52,58 @@ BAD_INPUTS = [
     (CATCH, ["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
     (CATCH, ["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
     (CATCH, ["--config.agent.name=dqn"], 1, ["config.agent.name", "'dqn'", "ppo"]),
-    (CATCH, ["--config.num_envs=many"], 1, ["num_envs", "many"]),
-    (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1"]),
-    (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows"]),
+    (
+        CATCH,
+        ["--config.num_envs=many"],
+        1,
+        ["config.num_envs", "cannot read 'many' as a whole number", "--config.num_envs=64"],
+    ),
+    (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1", "--config.total_steps=1000000"]),
+    (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows", "rows >= 2"]),
     (CATCH, ["--config.cpu_threads=-1"], 1, ["config.cpu_threads", ">= 0", "--config.cpu_threads=1"]),
     (CATCH, ["--config.replicas=2"], 1, ["config.replicas", "2 processes requested", "launch_local.py"]),
-    (SEBULBA, ["--config.learner_device_ids=(0,1)"], 2, ["config.learner_device_ids", "[0] are also actor", "disjoint"]),
+    (
+        SEBULBA,
+        ["--config.learner_device_ids=(0,1)"],
+        2,
+        ["config.learner_device_ids", "[0] are also actor", "disjoint"],
+    ),
     (SEBULBA, ["--config.learner_device_ids=(5,)"], 2, ["config.learner_device_ids", "(5,)", "0..1"]),
-    (SEBULBA, ["--config.actor_device_ids=()"], 2, ["config.actor_device_ids", "no devices"]),
-    (SEBULBA, ["--config.learner_device_ids=(1,2,3)"], 4, ["config.envs_per_thread", "3 learner devices", "multiple of 3"]),
+    (
+        SEBULBA,
+        ["--config.actor_device_ids=()"],
+        2,
+        [
+            "config.actor_device_ids",
+            "must be a non-empty tuple of whole numbers >= 0",
+            '--config.actor_device_ids="(0,)"',
+        ],
+    ),
+    (
+        SEBULBA,
+        ["--config.learner_device_ids=(1,2,3)"],
+        4,
+        ["config.envs_per_thread", "3 learner devices", "multiple of 3"],
+    ),
     (SEBULBA, ["--config.learner_minibatches=5"], 2, ["config.learner_minibatches", "32 environments", "divisor"]),
     (SEBULBA, ["--config.policy_lag=2"], 1, ["config.policy_lag", "0 or 1"]),
-    (SEBULBA, ["--config.env.name=catch"], 1, ["config.env.name", "not an envpool task", "Pong-v5"]),
+    (
+        SEBULBA,
+        ["--config.env.name=catch"],
+        1,
+        ["config.env.name", "not a registered host environment or an envpool task", "Pong-v5"],
+    ),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
 ]
-
-# Runs every case of one device count through `podracer.cli.main` in one interpreter
-# (starting JAX once per device count, not once per case) and reports exit code and stderr.
-RUN_CASES = """
-import contextlib, io, json, os, sys
-from podracer.cli import main
-
-results = []
-for args, workdir in json.loads(sys.argv[1]):
-    stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr):
-        try:
-            main(["podracer", "train", "--config", *args, "--workdir=" + workdir])
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-    results.append({"code": code, "stderr": stderr.getvalue(), "workdir_exists": os.path.exists(workdir)})
-print(json.dumps(results))
-"""
 
 
 @pytest.mark.parametrize("devices", sorted({devices for _, _, devices, _ in BAD_INPUTS}))
 def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices):
     cases = [([config, *args], words) for config, args, count, words in BAD_INPUTS if count == devices]
     payload = json.dumps([(args, str(tmp_path / f"run{i}")) for i, (args, _) in enumerate(cases)])
-    result = run_python(RUN_CASES, num_devices=devices, args=(payload,))
+    result = run_module("run_cli_cases", payload, num_devices=devices)  # JAX starts once per device count.
     assert result.returncode == 0, result.stderr
-    for (args, words), outcome in zip(cases, json.loads(result.stdout.strip().splitlines()[-1]), strict=True):
+    for (args, words), outcome in zip(cases, last_json_line(result.stdout), strict=True):
         assert outcome["code"] == 2, (args, outcome)
         message = outcome["stderr"].strip().splitlines()[-1]
         assert message.startswith("podracer train: error:"), (args, message)
@@ -104,8 +125,12 @@ def test_ppo_minibatches_must_divide_the_transitions():
     assert "config.agent.num_minibatches" in result.stderr
 
 
+# ---------------------------------------------------------------------------------------------
+# The config files themselves.
+
+
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))))
 def test_every_config_file_is_valid(path):
-    from podracer.config import validate
-
-    validate(load_config(os.path.splitext(os.path.basename(path))[0]))
+    config = load_config(os.path.splitext(os.path.basename(path))[0])
+    podracer.config.validate(config)
+    assert config.is_locked  # Loaded configs refuse new fields; a typo is an error, not a silent no-op.

@@ -1,27 +1,53 @@
 """IMPALA: an off-policy actor-critic corrected with V-trace (Espeholt et al. 2018).
 
-The acting policy mu (`trajectory.behaviour_logits`) may lag the learner's pi.
-With log_rho_t = log pi(a_t|x_t) - log mu(a_t|x_t), V-trace (Section 4, eq. 1,
-see `returns.vtrace`) gives value targets vs_t and the policy-gradient
-advantages of Section 4.2, A_t = min(rho-bar_pg, pi/mu) (r_t + d_t vs_{t+1} - v_t)
-at lambda = 1 (with lambda < 1, vs_{t+1} is mixed with v_{t+1} as in rlax). The loss is
+The acting policy mu (the logits `act` stored in `trajectory.extras`) may lag
+the learner's pi. With log_rho_t = log pi(a_t|x_t) - log mu(a_t|x_t), V-trace
+(Section 4, eq. 1, see `returns.vtrace`) gives value targets vs_t and the
+policy-gradient advantages of Section 4.2, A_t = min(rho-bar_pg, pi/mu)
+(r_t + d_t vs_{t+1} - v_t) at lambda = 1 (with lambda < 1, vs_{t+1} is mixed
+with v_{t+1} as in rlax). The loss (`losses.policy_gradient_loss`) is
 
   L = -E[log pi(a_t|x_t) sg(A_t)] + c_v E[1/2 (sg(vs_t) - v_t)^2] - c_H E[H(pi(.|x_t))]
 
-with no gradient through the importance weights or the targets. Means run over
-all T x B transitions of the local shard with masked entries counted as zero,
-as in `actor_critic`, so `pmean` over equal shards gives the whole-batch loss.
+with no gradient through the importance weights or the targets. `learn` is one
+gradient step on the whole trajectory, averaged over devices.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+from ml_collections import ConfigDict
 
-from podracer.agents import policy
-from podracer.agents.actor_critic import evaluate, policy_gradient_loss
+from podracer import field_checks
+from podracer.agents import networks, policy, registry
+from podracer.agents.agent import Agent
+from podracer.agents.losses import policy_gradient_loss
+from podracer.agents.network_agent import one_step_agent, validate_shared
 from podracer.agents.returns import vtrace
 from podracer.agents.trajectory import Trajectory, transitions
+
+
+def defaults() -> ConfigDict:
+    return ConfigDict(
+        {
+            "gamma": 0.99,
+            "vtrace_lambda": 1.0,
+            "clip_rho_threshold": 1.0,
+            "clip_pg_rho_threshold": 1.0,
+            "value_cost": 0.5,
+            "entropy_cost": 0.01,
+            "reward_clip": 0.0,
+        }
+    )
+
+
+def validate(config: ConfigDict) -> None:
+    validate_shared(config)
+    field_checks.fraction(config, "agent.vtrace_lambda", example=1.0)
+    for field in ("agent.clip_rho_threshold", "agent.clip_pg_rho_threshold"):
+        field_checks.number(config, field, example=1.0, above=0.0)
 
 
 def loss(
@@ -35,18 +61,20 @@ def loss(
     clip_pg_rho_threshold: float,
     value_cost: float,
     entropy_cost: float,
+    reward_clip: float = 0.0,
 ) -> tuple[jnp.ndarray, dict]:
     step_type = trajectory.timestep.step_type
-    logits, values = evaluate(apply_fn, params, trajectory.timestep.observation, step_type.shape)
-    tr = transitions(trajectory, gamma)
+    logits, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    tr = transitions(trajectory, gamma, reward_clip)
     log_probs = policy.log_prob(logits[:-1], trajectory.action)
-    log_rhos = jax.lax.stop_gradient(log_probs - policy.log_prob(trajectory.behaviour_logits, trajectory.action))
+    behaviour_log_probs = policy.log_prob(trajectory.extras["logits"], trajectory.action)
+    log_rhos = jax.lax.stop_gradient(log_probs - behaviour_log_probs)
     targets = vtrace(  # Held constant by `policy_gradient_loss`.
         tr.rewards,
         tr.discounts,
         values,
         log_rhos,
-        vtrace_lambda * (1.0 - tr.bootstrap_here),
+        tr.lambdas(vtrace_lambda),
         clip_rho_threshold=clip_rho_threshold,
         clip_pg_rho_threshold=clip_pg_rho_threshold,
     )
@@ -63,3 +91,10 @@ def loss(
     clipped_rhos = jnp.minimum(clip_rho_threshold, jnp.exp(log_rhos))
     metrics["mean_rho"] = jnp.sum(tr.valid * clipped_rhos) / jnp.maximum(jnp.sum(tr.valid), 1.0)
     return total, metrics
+
+
+def build(config: ConfigDict, num_updates: int) -> Agent:
+    return one_step_agent(config, loss, num_updates)
+
+
+registry.register("impala", defaults=defaults, build=build, validate=validate)

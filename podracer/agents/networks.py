@@ -1,4 +1,4 @@
-"""Actor-critic networks as flax modules; parameters stay plain pytrees.
+"""Actor-critic networks as flax modules, and `NetworkParams`: their weights together with their definition.
 
 Observations may be arrays or nested dicts of arrays with one leading batch
 axis. The MLP torso flattens every leaf and concatenates them in the pytree's
@@ -11,13 +11,19 @@ weights with gain sqrt(2) in the torso (dense and convolutional layers alike),
 0.01 for the policy head and 1 for the value head, zero biases.
 """
 
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from dm_env import specs
+from flax import struct
 from ml_collections import ConfigDict
+
+from podracer.agents.trajectory import merge_leading_dims
+from podracer.errors import ConfigError
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 TORSOS = ("mlp", "nature_cnn", "impala_resnet")
@@ -166,10 +172,63 @@ def _pixel_torso(network: ActorCritic) -> nn.Module:
     return ImpalaResNet(tuple(network.channels), network.num_blocks, network.hidden_size)
 
 
-def make_network(network_config: ConfigDict, num_actions: int) -> ActorCritic:
-    """The `ActorCritic` that `config.network` describes, with `num_actions` logits."""
+@struct.dataclass
+class NetworkParams:
+    """A network's weights together with its (static) definition, so that applying it needs nothing else.
+
+    The flax module travels as static pytree data (as modules do in Equinox),
+    so an agent's `act` and `learn` work for whatever observation and action
+    specs `init` was shown: one agent object serves any environment.
+    """
+
+    module: nn.Module = struct.field(pytree_node=False)
+    variables: Any
+
+    def apply(self, observation: Any) -> Any:
+        return self.module.apply(self.variables, observation)
+
+
+def apply(params: NetworkParams, observation: Any) -> Any:
+    """`params.apply(observation)`, as a function for the losses' `apply_fn`."""
+    return params.apply(observation)
+
+
+def apply_merged(apply_fn: Callable, params: Any, observation: Any, leading_shape: tuple) -> tuple:
+    """Policy logits and values for observations with several leading axes (e.g. `[T + 1, B]`), in one pass."""
+    logits, values = apply_fn(params, merge_leading_dims(observation, len(leading_shape)))
+    return logits.reshape(leading_shape + logits.shape[-1:]), values.reshape(leading_shape)
+
+
+def make_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> ActorCritic:
+    """The `ActorCritic` that `config.network` describes, for one environment's specs.
+
+    Raises `ConfigError` where the network cannot read the observations: the
+    pixel torsos need stacked uint8 frames `[C, H, W]` and serve the policy and
+    the value together.
+    """
+    if not isinstance(action_spec, specs.DiscreteArray):
+        raise ConfigError(
+            "env.name",
+            f"the actor-critic agents choose among discrete actions, but this environment takes {action_spec}",
+            "use an environment with a DiscreteArray action spec",
+        )
+    if network_config.torso != "mlp":
+        shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
+        if shape is None or len(shape) != 3 or dtype != np.uint8:
+            raise ConfigError(
+                "network.torso",
+                f"{network_config.torso!r} reads stacked uint8 frames [C, H, W], but "
+                f"the environment observes {shape} {dtype}",
+                "use --config.network.torso=mlp",
+            )
+        if not network_config.shared_torso:
+            raise ConfigError(
+                "network.shared_torso",
+                f"the {network_config.torso} torso is shared by policy and value",
+                "set --config.network.shared_torso=True",
+            )
     return ActorCritic(
-        num_actions=num_actions,
+        num_actions=action_spec.num_values,
         hidden_sizes=tuple(network_config.hidden_sizes),
         activation=network_config.activation,
         shared_torso=network_config.shared_torso,
@@ -178,3 +237,10 @@ def make_network(network_config: ConfigDict, num_actions: int) -> ActorCritic:
         num_blocks=network_config.num_blocks,
         hidden_size=network_config.hidden_size,
     )
+
+
+def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> NetworkParams:
+    """Fresh weights for the network `config.network` describes, for these specs."""
+    module = make_network(network_config, observation_spec, action_spec)
+    dummy = jax.tree.map(lambda spec: jnp.zeros((1,) + spec.shape, spec.dtype), observation_spec)
+    return NetworkParams(module, module.init(key, dummy))

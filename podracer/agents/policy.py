@@ -1,8 +1,14 @@
-"""Categorical policy helpers shared by acting and by the losses."""
+"""The categorical policy head: sampling, log-probabilities and entropy from logits `[..., A]`."""
 
 import chex
 import jax
 import jax.numpy as jnp
+
+
+def sample(key: chex.PRNGKey, logits: chex.Array) -> chex.Array:
+    """One action per environment, `[B]`, from logits `[B, A]` and one key per environment `[B]`."""
+    chex.assert_rank(logits, 2)
+    return jax.vmap(jax.random.categorical)(key, logits).astype(jnp.int32)
 
 
 def log_prob(logits: chex.Array, action: chex.Array) -> chex.Array:
@@ -15,13 +21,3 @@ def entropy(logits: chex.Array) -> chex.Array:
     """Entropy of the categorical distribution, `[...]`."""
     log_probs = jax.nn.log_softmax(logits)
     return -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)
-
-
-def sample_with_noise(logits: chex.Array, gumbel_noise: chex.Array) -> chex.Array:
-    """Gumbel-max sampling: argmax(logits + g) with g ~ Gumbel(0, 1) is a draw from softmax(logits).
-
-    Taking pre-drawn noise lets an actor draw the noise for a whole unroll in one
-    vectorised call instead of splitting a key at every step.
-    """
-    chex.assert_equal_shape([logits, gumbel_noise])
-    return jnp.argmax(logits + gumbel_noise, axis=-1).astype(jnp.int32)

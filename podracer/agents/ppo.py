@@ -9,20 +9,52 @@ step per minibatch. Advantage normalisation uses statistics pooled over all
 devices, so a minibatch is normalised as the union of every device's part of it.
 """
 
-from typing import Any, Callable
+import functools
+from collections.abc import Callable
+from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from ml_collections import ConfigDict
 
-from podracer.agents import policy
-from podracer.agents.actor_critic import evaluate
-from podracer.agents.learner import LearnerState, sgd_step
+from podracer import collectives, field_checks
+from podracer.agents import networks, policy, registry
+from podracer.agents.agent import Agent
+from podracer.agents.network_agent import hyperparameters, network_agent, validate_shared
+from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
 from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.topology import DEVICE_AXIS, sum_over_devices
+from podracer.errors import ConfigError
+
+
+def defaults() -> ConfigDict:
+    return ConfigDict(
+        {
+            "gamma": 0.99,
+            "gae_lambda": 0.95,
+            "num_epochs": 4,
+            "num_minibatches": 4,
+            "clip_epsilon": 0.2,
+            "clip_value_loss": True,
+            "normalize_advantages": True,
+            "value_cost": 0.5,
+            "entropy_cost": 0.01,
+            "reward_clip": 0.0,
+        }
+    )
+
+
+def validate(config: ConfigDict) -> None:
+    validate_shared(config)
+    field_checks.fraction(config, "agent.gae_lambda", example=0.95)
+    field_checks.integer(config, "agent.num_epochs", at_least=1, example=4)
+    field_checks.integer(config, "agent.num_minibatches", at_least=1, example=4)
+    field_checks.number(config, "agent.clip_epsilon", example=0.2, above=0.0)
+    field_checks.boolean(config, "agent.clip_value_loss")
+    field_checks.boolean(config, "agent.normalize_advantages")
 
 
 @struct.dataclass
@@ -61,9 +93,9 @@ def shuffled_indices(key: chex.PRNGKey, n: int) -> chex.Array:
     return order
 
 
-def masked_normalize(x: chex.Array, mask: chex.Array, eps: float = 1e-8) -> chex.Array:
-    """(x - mean) / (std + eps) over the masked entries of every device on `DEVICE_AXIS`."""
-    count, total, total_sq = sum_over_devices((jnp.sum(mask), jnp.sum(mask * x), jnp.sum(mask * x**2)))
+def masked_normalize(x: chex.Array, mask: chex.Array, axis_name: collectives.AxisName, eps: float = 1e-8) -> chex.Array:
+    """(x - mean) / (std + eps) over the masked entries of every device on `axis_name`."""
+    count, total, total_sq = collectives.total((jnp.sum(mask), jnp.sum(mask * x), jnp.sum(mask * x**2)), axis_name)
     count = jnp.maximum(count, 1.0)
     mean = total / count
     std = jnp.sqrt(jnp.maximum(total_sq / count - mean**2, 0.0))
@@ -80,12 +112,13 @@ def loss(
     value_cost: float,
     entropy_cost: float,
     normalize_advantages: bool,
+    axis_name: collectives.AxisName = None,
 ) -> tuple[jnp.ndarray, dict]:
     chex.assert_rank([batch.action, batch.advantage, batch.valid], 1)
     logits, value = apply_fn(params, batch.observation)
     log_ratio = policy.log_prob(logits, batch.action) - batch.old_log_prob
     ratio = jnp.exp(log_ratio)
-    advantage = masked_normalize(batch.advantage, batch.valid) if normalize_advantages else batch.advantage
+    advantage = masked_normalize(batch.advantage, batch.valid, axis_name) if normalize_advantages else batch.advantage
     clipped_ratio = jnp.clip(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon)
     policy_loss = jnp.mean(batch.valid * jnp.maximum(-advantage * ratio, -advantage * clipped_ratio))
     value_error = (value - batch.target_return) ** 2
@@ -105,16 +138,24 @@ def loss(
     }
 
 
-def make_samples(params: Any, trajectory: Trajectory, *, apply_fn: Callable, gamma: float, gae_lambda: float) -> Samples:
+def make_samples(
+    params: Any,
+    trajectory: Trajectory,
+    *,
+    apply_fn: Callable,
+    gamma: float,
+    gae_lambda: float,
+    reward_clip: float = 0.0,
+) -> Samples:
     """GAE advantages and return targets with the current parameters, flattened to `[T * B]`."""
     step_type = trajectory.timestep.step_type
-    _, values = evaluate(apply_fn, params, trajectory.timestep.observation, step_type.shape)
-    tr = transitions(trajectory, gamma)
-    advantages = generalized_advantages(tr.rewards, tr.discounts, values, gae_lambda * (1.0 - tr.bootstrap_here))
+    _, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    tr = transitions(trajectory, gamma, reward_clip)
+    advantages = generalized_advantages(tr.rewards, tr.discounts, values, tr.lambdas(gae_lambda))
     samples = Samples(
         observation=jax.tree.map(lambda x: x[:-1], trajectory.timestep.observation),
         action=trajectory.action,
-        old_log_prob=policy.log_prob(trajectory.behaviour_logits, trajectory.action),
+        old_log_prob=policy.log_prob(trajectory.extras["logits"], trajectory.action),
         old_value=values[:-1],
         advantage=advantages,
         target_return=advantages + values[:-1],
@@ -127,6 +168,7 @@ def learn(
     state: LearnerState,
     trajectory: Trajectory,
     key: chex.PRNGKey,
+    axis_name: collectives.AxisName = None,
     *,
     apply_fn: Callable,
     optimizer: optax.GradientTransformation,
@@ -134,24 +176,44 @@ def learn(
     gae_lambda: float,
     num_epochs: int,
     num_minibatches: int,
+    reward_clip: float = 0.0,
     **loss_kwargs,
 ) -> tuple[LearnerState, dict]:
     """`num_epochs` x `num_minibatches` replicated gradient steps on one trajectory."""
-    samples = make_samples(state.params, trajectory, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda)
+    samples = make_samples(
+        state.params, trajectory, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda, reward_clip=reward_clip
+    )
     num_samples = samples.action.shape[0]
+    if num_samples % num_minibatches:
+        raise ConfigError(
+            "agent.num_minibatches",
+            f"the {num_samples} transitions each device learns from per update do not split into "
+            f"{num_minibatches} equal minibatches",
+            f"choose a divisor of {num_samples}, or change unroll_length or the environments per device",
+        )
     minibatch_size = num_samples // num_minibatches
 
     def loss_fn(params, batch):
-        return loss(params, batch, apply_fn=apply_fn, **loss_kwargs)
+        return loss(params, batch, apply_fn=apply_fn, axis_name=axis_name, **loss_kwargs)
 
     def epoch(state, epoch_key):
         order = shuffled_indices(epoch_key, num_samples)
-        minibatches = jax.tree.map(
-            lambda x: x[order].reshape((num_minibatches, minibatch_size) + x.shape[1:]), samples
-        )
-        return jax.lax.scan(lambda s, batch: sgd_step(s, batch, loss_fn, optimizer), state, minibatches)
+        minibatches = jax.tree.map(lambda x: x[order].reshape((num_minibatches, minibatch_size) + x.shape[1:]), samples)
+        return jax.lax.scan(lambda s, batch: sgd_step(s, batch, loss_fn, optimizer, axis_name), state, minibatches)
 
     # Each device shuffles its own shard differently.
-    key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
+    key = jax.random.fold_in(key, collectives.axis_index(axis_name))
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
     return state, jax.tree.map(jnp.mean, metrics)
+
+
+def build(config: ConfigDict, num_updates: int) -> Agent:
+    agent_config = config.agent
+    optimizer = make_optimizer(
+        config.optimizer, gradient_steps=num_updates * agent_config.num_epochs * agent_config.num_minibatches
+    )
+    ppo_learn = functools.partial(learn, apply_fn=networks.apply, optimizer=optimizer, **hyperparameters(agent_config))
+    return network_agent(config, optimizer, ppo_learn)
+
+
+registry.register("ppo", defaults=defaults, build=build, validate=validate)

@@ -14,9 +14,7 @@ import jax
 import jax.numpy as jnp
 
 
-def lambda_returns(
-    rewards: chex.Array, discounts: chex.Array, values: chex.Array, lambdas: chex.Array
-) -> chex.Array:
+def lambda_returns(rewards: chex.Array, discounts: chex.Array, values: chex.Array, lambdas: chex.Array) -> chex.Array:
     """TD(lambda) returns, computed backwards (Sutton & Barto 2018, eq. 12.18, recursive form).
 
     G_t = r_t + d_t ((1 - lambda_t) v_{t+1} + lambda_t G_{t+1}),  with G_T = v_T.
@@ -36,9 +34,7 @@ def lambda_returns(
         g = reward + discount * ((1.0 - lambda_) * next_value + lambda_ * next_return)
         return g, g
 
-    _, returns = jax.lax.scan(
-        backward, values[-1], (rewards, discounts, values[1:], lambdas), reverse=True
-    )
+    _, returns = jax.lax.scan(backward, values[-1], (rewards, discounts, values[1:], lambdas), reverse=True)
     return returns
 
 
@@ -107,9 +103,7 @@ def vtrace(
         correction = delta + discount * c * next_correction
         return correction, correction
 
-    _, corrections = jax.lax.scan(
-        backward, jnp.zeros_like(values[-1]), (deltas, discounts, cs), reverse=True
-    )
+    _, corrections = jax.lax.scan(backward, jnp.zeros_like(values[-1]), (deltas, discounts, cs), reverse=True)
     vs = values[:-1] + corrections
     next_vs = jnp.concatenate([vs[1:], values[-1:]], axis=0)
     q_estimates = rewards + discounts * (lambdas * next_vs + (1.0 - lambdas) * values[1:])

@@ -1,5 +1,6 @@
-"""Anakin: pure-JAX environments and the agent update compiled into one replicated program."""
+"""Anakin: pure-JAX environments and the agent update compiled into one replicated program.
 
-from podracer.anakin.train import train
-
-__all__ = ["train"]
+`podracer.train` runs it for a config whose `architecture` is `"anakin"`;
+`program` holds the per-device program, `train` the host loop, `settings`
+its config fields.
+"""

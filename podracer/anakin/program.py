@@ -1,17 +1,17 @@
 """The Anakin program: acting, environment steps and learning compiled into one XLA computation.
 
 Per device (pmap-style, under `jax.shard_map` over `DEVICE_AXIS`), one update
-is: an unroll of T steps (`lax.scan`) over the device's batch of environments
-(`vmap`), sampling actions from the current policy; then the agent's `learn`,
-whose gradients are averaged across devices with `lax.pmean`. One dispatch runs
-K updates (`lax.scan` again), so the host only launches programs and reads
-metrics. Parameters and optimiser state are replicated; environment states and
-actor keys are sharded along the batch. Every random draw belongs to one
-environment (its own key), so the data does not depend on how the batch is
-split over devices.
+is an unroll of T steps (`lax.scan`) over the device's batch of environments
+(`vmap`), choosing actions with `agent.act`; then `agent.learn`, which averages
+its gradients over the device axis. One dispatch runs K updates (`lax.scan`
+again), so the host only launches programs and reads metrics. The learner
+state is replicated; environment states and actor keys are sharded along the
+batch. Every random draw belongs to one environment (its own key), so the
+data do not depend on how the batch is split over devices.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import chex
 import jax
@@ -19,19 +19,18 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import Mesh, NamedSharding
 
-from podracer.agents import Agent
-from podracer.agents.learner import LearnerState
-from podracer.agents.policy import sample_with_noise
-from podracer.agents.trajectory import Trajectory
+from podracer import collectives
+from podracer.agents import Agent, Trajectory
+from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
 from podracer.envs.wrappers import split_keys
-from podracer.topology import REPLICATED, SHARDED, sum_over_devices
+from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED
 
 
 @struct.dataclass
 class AnakinState:
-    learner: LearnerState  # Replicated.
+    learner: Any  # The agent's learner state; replicated.
     env_state: Any  # [B, ...], sharded over devices.
     timestep: TimeStep  # [B], sharded: the observation the next action is chosen from.
     actor_keys: chex.PRNGKey  # [B], sharded: one key per environment.
@@ -44,68 +43,67 @@ STATE_SPECS = AnakinState(
 )
 
 
-def init_state(key: chex.PRNGKey, env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> AnakinState:
-    """The initial training state, placed on the mesh (parameters replicated, environments sharded)."""
+def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Callable:
+    """`init(key) -> AnakinState`, compiled to place the state on the mesh (learner replicated, envs sharded).
+
+    `env` is wrapped for training (batched); `agent.init` sees one environment's specs.
+    """
 
     def init(key):
         params_key, env_key, actor_key, learner_key = jax.random.split(key, 4)
         env_state, timestep = env.reset(jax.random.split(env_key, num_envs))
         return AnakinState(
-            learner=agent.init(params_key),
+            learner=agent.init(params_key, env.observation_spec(), env.action_spec()),
             env_state=env_state,
             timestep=timestep,
             actor_keys=jax.random.split(actor_key, num_envs),
             learner_key=learner_key,
         )
 
-    shardings = jax.tree.map(lambda spec: NamedSharding(mesh, spec), STATE_SPECS)
-    return jax.jit(init, out_shardings=shardings)(key)
+    return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), STATE_SPECS))
 
 
-def make_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
-    """One update on one device: unroll, learn (gradients averaged over devices), episode statistics."""
-    num_actions = env.action_spec().num_values
+def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
+    """One update on one device's shard: unroll with `agent.act`, then `agent.learn`.
 
-    def act_and_step(params, carry, gumbel_noise):
+    Returns `update(state, _) -> (state, (metrics, completed))`: the agent's
+    metrics and the episodes that ended during the unroll, summed over devices.
+    """
+
+    def act_and_step(params, carry, keys):
         env_state, timestep = carry
-        logits, _ = agent.network.apply(params, timestep.observation)
-        action = sample_with_noise(logits, gumbel_noise)
+        action, extras = agent.act(params, timestep.observation, keys)
         env_state, next_timestep = env.step(env_state, action)
-        finished = next_timestep.last()
-        episode = (jnp.where(finished, env_state.episode_return, 0.0), jnp.where(finished, env_state.episode_length, 0))
-        record = (timestep, action, logits, finished, episode)
+        record = (timestep, action, extras, next_timestep, env_state.episode_return, env_state.episode_length)
         return (env_state, next_timestep), record
 
     def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
-        actor_keys, noise_keys = split_keys(state.actor_keys)
-        noise = jax.vmap(lambda k: jax.random.gumbel(k, (unroll_length, num_actions)))(noise_keys)
-        (env_state, last_timestep), (timesteps, actions, logits, finished, (returns, lengths)) = jax.lax.scan(
-            lambda carry, g: act_and_step(state.learner.params, carry, g),
-            (state.env_state, state.timestep),
-            jnp.swapaxes(noise, 0, 1),
+        actor_keys, unroll_keys = split_keys(state.actor_keys)
+        step_keys = jnp.swapaxes(jax.vmap(lambda key: jax.random.split(key, unroll_length))(unroll_keys), 0, 1)
+        params = agent.acting_params(state.learner)
+        (env_state, last_timestep), (timesteps, actions, extras, next_timesteps, returns, lengths) = jax.lax.scan(
+            lambda carry, keys: act_and_step(params, carry, keys), (state.env_state, state.timestep), step_keys
         )
         trajectory = Trajectory(
             timestep=jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), timesteps, last_timestep),
             action=actions,
-            behaviour_logits=logits,
+            extras=extras,
         )
         learner_key, learn_key = jax.random.split(state.learner_key)
-        learner, metrics = agent.learn(state.learner, trajectory, learn_key)
-        metrics["episodes"], metrics["episode_return_sum"], metrics["episode_length_sum"] = sum_over_devices(
-            (jnp.sum(finished, dtype=jnp.float32), jnp.sum(returns), jnp.sum(lengths, dtype=jnp.float32))
-        )
-        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), metrics
+        learner, metrics = agent.learn(state.learner, trajectory, learn_key, DEVICE_AXIS)
+        finished = collectives.total(episodes.completed(next_timesteps, returns, lengths), DEVICE_AXIS)
+        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished)
 
     return update
 
 
 def make_dispatch(env: Environment, agent: Agent, unroll_length: int, updates_per_dispatch: int, mesh: Mesh):
-    """The compiled program of one dispatch: K updates on every device of `mesh`.
+    """The program of one dispatch: K updates on every device of `mesh`, jitted (compile it with `.lower`).
 
-    Returns `dispatch(state) -> (state, metrics)` with metrics stacked over the K
+    `dispatch(state) -> (state, (metrics, completed))`, both stacked over the K
     updates (identical on every device); the input state's buffers are donated.
     """
-    update = make_update(env, agent, unroll_length)
+    update = make_per_device_update(env, agent, unroll_length)
 
     def run(state):
         return jax.lax.scan(update, state, None, length=updates_per_dispatch)

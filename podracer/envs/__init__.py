@@ -1,17 +1,42 @@
-"""Pure-JAX environments with a functional dm_env-style API, and `make` to build them by name."""
+"""Environments: pure-JAX ones for Anakin, host batches for Sebulba, the registry that names both, wrappers."""
 
+from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.dm_env_adapter import DmEnvAdapter
-from podracer.envs.envpool_env import HostEnvironment, make_host_env
+from podracer.envs.envpool_env import EnvpoolEnvironment, make_envpool_env
 from podracer.envs.gridworld import FourRooms
-from podracer.envs.registry import make, names
-from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
+from podracer.envs.host import HostEnvFactory, HostEnvironment
+from podracer.envs.registry import host_factory, is_host_env, make, names, register
+from podracer.envs.timestep import FIRST, LAST, MID, TimeStep, from_flags, restart, transition
 from podracer.envs.wrappers import AutoReset, EpisodeStatistics, wrap_for_training
 
 __all__ = [
-    "FIRST", "LAST", "MID", "AutoReset", "CartPole", "Catch", "DmEnvAdapter", "Environment", "EpisodeStatistics",
+    "FIRST",
+    "LAST",
+    "MID",
+    "AutoReset",
+    "CartPole",
+    "Catch",
+    "DmEnvAdapter",
+    "Environment",
+    "EnvpoolEnvironment",
+    "EpisodeStatistics",
     "FourRooms",
-    "HostEnvironment", "NestedCatch", "TimeStep", "make", "make_host_env", "names", "wrap_for_training",
+    "HostEnvFactory",
+    "HostEnvironment",
+    "NestedCatch",
+    "TimeStep",
+    "episodes",
+    "from_flags",
+    "host_factory",
+    "is_host_env",
+    "make",
+    "make_envpool_env",
+    "names",
+    "register",
+    "restart",
+    "transition",
+    "wrap_for_training",
 ]

@@ -19,7 +19,6 @@ from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
 
 
-
 @struct.dataclass
 class CatchState:
     ball_x: jnp.ndarray

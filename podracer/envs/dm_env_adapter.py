@@ -9,7 +9,8 @@ timesteps come back as numpy, with dm_env's conventions: `reward` and
 """
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import dm_env
 import jax
@@ -104,4 +105,3 @@ def _as_spec(value: Any, spec: Any) -> Any:
         return v[()] if v.shape == () else v
 
     return jax.tree.map(cast, value, spec)
-

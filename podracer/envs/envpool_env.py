@@ -1,18 +1,18 @@
-"""Batched host environments for Sebulba, stepped by envpool's C++ thread pool.
+"""envpool's C++ pools as Sebulba host environments.
 
-`make_host_env("Pong-v5", num_envs=64, seed=0)` builds a synchronous pool
+`make_envpool_env("Pong-v5", num_envs=64, seed=0)` builds a synchronous pool
 (`batch_size == num_envs`) whose `reset` and `step` return one `TimeStep` of
-numpy arrays with a leading batch axis and exactly the dm_env semantics of our
-JAX environments wrapped by `wrap_for_training`: the step that ends an episode
-is LAST (final observation, its reward, discount 0 if terminated and 1 if
-truncated by the time limit), the next step is FIRST (first observation of the
-new episode, reward 0, discount 1, its action ignored). `episode_return` and
-`episode_length` follow `wrappers.EpisodeStatistics` (and count the
-unclipped reward).
+numpy arrays with a leading batch axis and exactly the semantics of
+`podracer.envs.host`: the step that ends an episode is LAST (final
+observation, its reward, discount 0 if terminated and 1 if truncated by the
+time limit), the next step is FIRST (first observation of the new episode,
+reward 0, discount 1, its action ignored).
 
 Atari tasks get the standard preprocessing (`ATARI_DEFAULTS`); any keyword
-that is not one of our two options (`reward_clip`, `sticky_actions`) goes to
-`envpool.make` unchanged.
+that is not our `sticky_actions` option goes to `envpool.make` unchanged
+(`num_threads`, for instance: envpool's worker threads, 0 lets it choose).
+Rewards are the game's own; clipping them is the learner's business
+(`config.agent.reward_clip`), so episode returns always report the real score.
 
 envpool's behaviour, as checked against envpool 1.2.5 (gymnasium API, CartPole-v1,
 Pong-v5 and Breakout-v5) before writing this module:
@@ -58,12 +58,13 @@ from __future__ import annotations
 import difflib
 import functools
 import warnings
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 from dm_env import specs
 
-from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
+from podracer.envs.host import HostEnvironment
+from podracer.envs.timestep import TimeStep, from_flags
 
 ATARI_DEFAULTS: dict[str, Any] = {
     "img_height": 84,  # Observations: 84x84 grey frames,
@@ -75,11 +76,10 @@ ATARI_DEFAULTS: dict[str, Any] = {
     "full_action_space": False,  # The game's minimal action set.
     "episodic_life": False,  # An episode is a whole game, not one life.
     "max_episode_steps": 27000,  # Agent steps: 108000 frames, 30 minutes of play.
-    # Our options (handled here, not by envpool):
-    "reward_clip": True,  # Clip the agent's reward to [-1, 1]; episode statistics stay unclipped.
+    # Our option (handled here, not by envpool):
     "sticky_actions": False,  # True: repeat_action_probability 0.25 (Machado et al., 2018); False: 0.
 }
-"""Defaults for Atari tasks; keywords given to `make_host_env` override them."""
+"""Defaults for Atari tasks; keywords given to `make_envpool_env` override them."""
 
 STICKY_ACTION_PROBABILITY = 0.25
 _RESERVED = ("env_type", "batch_size")  # Fixed by this module: gymnasium API, synchronous.
@@ -107,13 +107,11 @@ def is_atari_task(name: str) -> bool:
     return is_envpool_task(name) and _task_specs()[name][0] == "envpool.atari"
 
 
-def make_host_env(name: str, num_envs: int, seed: int, num_threads: int = 0, **kwargs: Any) -> HostEnvironment:
-    """A synchronous pool of `num_envs` copies of envpool task `name`.
+def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> EnvpoolEnvironment:
+    """A synchronous pool of `num_envs` copies of envpool task `name`; environment i is seeded `seed + i`.
 
-    `num_threads=0` lets envpool choose. Atari tasks start from `ATARI_DEFAULTS`.
-    `reward_clip` (any task) clips the agent's reward on our side;
-    `sticky_actions` (Atari) sets `repeat_action_probability`. Everything else
-    goes to `envpool.make`. Environment i is seeded `seed + i`.
+    Atari tasks start from `ATARI_DEFAULTS`. `sticky_actions` (Atari) sets
+    `repeat_action_probability`; everything else goes to `envpool.make`.
     """
     if not is_envpool_task(name):
         close = difflib.get_close_matches(str(name), list(_task_specs()), n=5)
@@ -126,10 +124,11 @@ def make_host_env(name: str, num_envs: int, seed: int, num_threads: int = 0, **k
         raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
     for key in _RESERVED:
         if key in kwargs:
-            raise ValueError(f"{key!r} is fixed by make_host_env (gymnasium API, batch_size == num_envs).")
+            raise ValueError(f"{key!r} is fixed by make_envpool_env (gymnasium API, batch_size == num_envs).")
+    if "reward_clip" in kwargs:  # envpool would clip before the actors count the score.
+        raise ValueError("reward_clip is the learner's: set config.agent.reward_clip (e.g. 1.0) instead")
     atari = is_atari_task(name)
     options = {**ATARI_DEFAULTS, **kwargs} if atari else dict(kwargs)
-    reward_clip = bool(options.pop("reward_clip", False))
     sticky_actions = options.pop("sticky_actions", None)
     if sticky_actions is not None:
         if not atari:
@@ -143,34 +142,25 @@ def make_host_env(name: str, num_envs: int, seed: int, num_threads: int = 0, **k
         warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
         try:
             pool = _envpool().make(
-                name,
-                env_type="gymnasium",
-                num_envs=int(num_envs),
-                batch_size=int(num_envs),
-                num_threads=int(num_threads),
-                seed=int(seed),
-                **options,
+                name, env_type="gymnasium", num_envs=int(num_envs), batch_size=int(num_envs), seed=int(seed), **options
             )
         except (TypeError, ValueError, AssertionError, RuntimeError) as error:
             message = str(error) or repr(error)
             raise ValueError(f"envpool rejected {name!r} with options {options}: {message}") from error
         frames_per_step = int(pool.spec.config.frame_skip) if atari else 1
-        return HostEnvironment(pool, name, reward_clip=reward_clip, frames_per_step=frames_per_step, atari=atari)
+        return EnvpoolEnvironment(pool, name, frames_per_step=frames_per_step, atari=atari)
 
 
-class HostEnvironment:
-    """A batch of `num_envs` environments on the host, with dm_env semantics; arrays are numpy, `[B, ...]`."""
+class EnvpoolEnvironment(HostEnvironment):
+    """A synchronous envpool pool of `num_envs` environments as a `HostEnvironment`; arrays are numpy, `[B, ...]`."""
 
-    def __init__(
-        self, pool: Any, name: str = "", reward_clip: bool = False, frames_per_step: int = 1, atari: bool = False
-    ):
-        """Wraps a synchronous envpool gymnasium pool; use `make_host_env` to build one."""
+    def __init__(self, pool: Any, name: str = "", frames_per_step: int = 1, atari: bool = False):
+        """Wraps a synchronous envpool gymnasium pool; use `make_envpool_env` to build one."""
         config = pool.spec.config
         self._pool = pool
         self.name: str = name
         self.num_envs: int = int(config.num_envs)
         self.frames_per_step: int = int(frames_per_step)
-        self.reward_clip: bool = bool(reward_clip)
         limit = int(getattr(config, "max_episode_steps", 0) or 0)
         self.max_episode_steps: int | None = limit if limit > 0 else None
         self._atari = atari  # info["terminated"] says game over even at the time limit.
@@ -182,8 +172,6 @@ class HostEnvironment:
         self._action_spec = specs.DiscreteArray(int(space.n), dtype=np.int32, name="action")
         self._env_ids = np.arange(self.num_envs, dtype=np.int32)
         self._pool_done = np.zeros(self.num_envs, bool)  # envpool auto-resets these on the next step.
-        self.episode_return: np.ndarray = np.zeros(self.num_envs, np.float64)
-        self.episode_length: np.ndarray = np.zeros(self.num_envs, np.int64)
         self._started = False
         self._closed = False
 
@@ -201,11 +189,9 @@ class HostEnvironment:
         observation, info = self._pool.reset()
         observation = self._in_env_order(observation, info)
         self._pool_done = np.zeros(self.num_envs, bool)
-        self.episode_return = np.zeros(self.num_envs, np.float64)
-        self.episode_length = np.zeros(self.num_envs, np.int64)
         self._started = True
         zeros = np.zeros(self.num_envs, bool)
-        return dm_timestep(observation, np.zeros(self.num_envs, np.float32), zeros, zeros, ~zeros)
+        return from_flags(observation, np.zeros(self.num_envs, np.float32), zeros, zeros, ~zeros, xp=np)
 
     def step(self, action: np.ndarray) -> TimeStep:
         """Steps every environment with `action` `[B]`; environments whose last timestep was LAST start anew."""
@@ -214,7 +200,9 @@ class HostEnvironment:
             raise RuntimeError("Call reset() before step().")
         action = np.asarray(action)
         if action.shape != (self.num_envs,) or not np.issubdtype(action.dtype, np.integer):
-            raise ValueError(f"Expected integer actions of shape ({self.num_envs},), got {action.dtype} {action.shape}.")
+            raise ValueError(
+                f"Expected integer actions of shape ({self.num_envs},), got {action.dtype} {action.shape}."
+            )
         if action.min() < 0 or action.max() >= self._action_spec.num_values:
             raise ValueError(f"Actions must lie in [0, {self._action_spec.num_values}); got {action}.")
         observation, reward, terminated, truncated, info = self._pool.step(action.astype(np.int32, copy=False))
@@ -232,12 +220,7 @@ class HostEnvironment:
         self._pool_done = terminated | truncated
         if self.max_episode_steps is not None:
             truncated = truncated | (elapsed >= self.max_episode_steps)
-        reward = np.asarray(reward, np.float32)
-        self.episode_return = np.where(first, 0.0, self.episode_return + reward)
-        self.episode_length = np.where(first, 0, self.episode_length + 1)
-        if self.reward_clip:
-            reward = np.clip(reward, -1.0, 1.0)
-        return dm_timestep(observation, reward, terminated, truncated, first)
+        return from_flags(observation, np.asarray(reward, np.float32), terminated, truncated, first, xp=np)
 
     def close(self) -> None:
         """Stops envpool's threads; further calls do nothing."""
@@ -245,18 +228,12 @@ class HostEnvironment:
             self._closed = True
             self._pool.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
-        return f"HostEnvironment({self.name!r}, num_envs={self.num_envs}, frames_per_step={self.frames_per_step})"
+        return f"EnvpoolEnvironment({self.name!r}, num_envs={self.num_envs}, frames_per_step={self.frames_per_step})"
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("This HostEnvironment is closed.")
+            raise RuntimeError("This EnvpoolEnvironment is closed.")
 
     def _order(self, info: dict[str, Any]) -> np.ndarray | None:
         """The permutation to environment order, or None when envpool kept it (always, in our checks)."""
@@ -266,23 +243,6 @@ class HostEnvironment:
     def _in_env_order(self, observation: Any, info: dict[str, Any]) -> Any:
         order = self._order(info)
         return observation if order is None else _take(observation, order)
-
-
-def dm_timestep(
-    observation: Any, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, first: np.ndarray
-) -> TimeStep:
-    """`timestep.restart` where `first`, else `timestep.transition`, in numpy for a batch on the host.
-
-    The same rule: LAST when terminated or truncated, discount 0 exactly when
-    terminated (termination wins over truncation); FIRST has reward 0, discount 1.
-    """
-    step_type = np.where(first, FIRST, np.where(terminated | truncated, LAST, MID)).astype(np.int32)
-    return TimeStep(
-        step_type=step_type,
-        reward=np.where(first, 0.0, reward).astype(np.float32),
-        discount=np.where(terminated & ~first, 0.0, 1.0).astype(np.float32),
-        observation=observation,
-    )
 
 
 def _take(tree: Any, order: np.ndarray) -> Any:

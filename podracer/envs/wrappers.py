@@ -6,8 +6,9 @@ LAST timestep (final observation, reward, discount) so the learner sees the
 transition, and the *next* step starts a new episode with a FIRST timestep,
 ignoring its action. Around a batch it resets only when some environment needs
 it (`lax.cond`), so the reset costs nothing on the many steps where none does.
-`EpisodeStatistics` accumulates the undiscounted return and length of the
-running episode; at a LAST timestep they are the finished episode's figures.
+`EpisodeStatistics` keeps the undiscounted return and length of the running
+episode (`podracer.envs.episodes`, the rule host environments share); at a
+LAST timestep they are the finished episode's figures.
 Every random draw belongs to one environment's own key, so results do not
 depend on how a batch is split.
 """
@@ -20,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from podracer.envs import episodes
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
 
@@ -105,9 +107,7 @@ class EpisodeStatistics(Wrapper):
 
     def step(self, state: EpisodeStatisticsState, action: chex.Array):
         env_state, timestep = self.env.step(state.env_state, action)
-        new_episode = timestep.first()
-        episode_return = jnp.where(new_episode, 0.0, state.episode_return + timestep.reward)
-        episode_length = jnp.where(new_episode, 0, state.episode_length + 1)
+        episode_return, episode_length = episodes.update(state.episode_return, state.episode_length, timestep)
         return EpisodeStatisticsState(env_state, episode_return, episode_length), timestep
 
 

@@ -1,5 +1,6 @@
-"""Sebulba: envpool actors on actor devices, trajectories device-to-device, a replicated learner."""
+"""Sebulba: host environments on actor threads, trajectories device-to-device, a replicated learner.
 
-from podracer.sebulba.train import StoppedBySignal, ThreadFailed, train
-
-__all__ = ["StoppedBySignal", "ThreadFailed", "train"]
+`podracer.train` runs it for a config whose `architecture` is `"sebulba"`;
+`train` builds, runs and shuts down a run, `actor` and `learner` are its
+threads, `settings` its config fields.
+"""

@@ -1,28 +1,31 @@
-"""A Sebulba actor thread: steps its envpool batch, acts on its actor device, ships trajectories.
+"""A Sebulba actor thread: steps its host environments, acts on its actor device, ships trajectories.
 
 For every rollout the thread takes the parameter version its policy lag
-prescribes, unrolls T steps (host environment step, then batched inference on
-the actor device, whose output action comes back to the host), assembles the
-trajectory on the actor device, and sends it device-to-device to the learner
-devices, split along the batch axis with one shard per learner device. The
-handle goes on the thread's own bounded queue.
+prescribes, unrolls T steps (host environment step, then `agent.act` on the
+actor device, whose actions come back to the host), assembles the trajectory
+on the actor device, and sends it device-to-device to the learner devices,
+split along the batch axis with one shard per learner device. The handle goes
+on the thread's own bounded queue.
 """
 
 import queue
 import time
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 
-from podracer.agents.policy import sample_with_noise
-from podracer.agents.trajectory import Trajectory
-from podracer.envs.envpool_env import HostEnvironment
-from podracer.envs.timestep import LAST, TimeStep
+from podracer.agents import Agent, Trajectory
+from podracer.envs import episodes
+from podracer.envs.episodes import Completed
+from podracer.envs.host import HostEnvironment
+from podracer.envs.timestep import TimeStep
 from podracer.sebulba.lifecycle import RunControl, Stopped
-from podracer.sebulba.parameters import ParameterServer
+from podracer.sebulba.parameter_versions import ParameterVersions
 
 
 class Rollout(NamedTuple):
@@ -30,33 +33,35 @@ class Rollout(NamedTuple):
 
     trajectory: Trajectory  # Leaves [T (+ 1), B, ...], sharded along B over the learner mesh.
     params_version: int
-    episodes: int  # Episodes that ended during the rollout, with their summed returns and lengths.
-    episode_return_sum: float
-    episode_length_sum: float
+    completed: Completed  # The episodes that ended during the rollout.
     env_seconds: float  # Time this thread spent stepping environments,
     inference_seconds: float  # ... choosing actions on the actor device,
     wait_seconds: float  # ... and waiting for parameters or queue space (since the previous rollout).
 
 
-def make_act(apply_fn: Callable) -> Callable:
-    """`act(params, observation, key) -> (action, logits, key)`, jitted: one inference step."""
+def make_act_step(agent: Agent) -> Callable:
+    """`act_step(params, observation, rollout_key, t) -> (action, extras)`, jitted: one inference step.
+
+    Step t of a rollout acts with one key per environment, all derived from the
+    rollout's key, so what an actor draws depends only on the seed, the thread
+    and the rollout and step indices.
+    """
 
     @jax.jit
-    def act(params, observation, key):
-        key, noise_key = jax.random.split(key)
-        logits, _ = apply_fn(params, observation)
-        action = sample_with_noise(logits, jax.random.gumbel(noise_key, logits.shape))
-        return action, logits, key
+    def act_step(params: Any, observation: Any, rollout_key: chex.PRNGKey, t: chex.Array):
+        batch_size = jax.tree.leaves(observation)[0].shape[0]
+        keys = jax.random.split(jax.random.fold_in(rollout_key, t), batch_size)
+        return agent.act(params, observation, keys)
 
-    return act
+    return act_step
 
 
 @jax.jit
-def assemble_trajectory(observations: list, actions: list, logits: list, step_type, reward, discount) -> Trajectory:
+def assemble_trajectory(observations: list, actions: list, extras: list, step_type, reward, discount) -> Trajectory:
     """Stacks a rollout's per-step device arrays (and its host-side scalars) into a `Trajectory`."""
-    stack = lambda xs: jax.tree.map(lambda *leaves: jnp.stack(leaves), *xs)
+    stack = lambda xs: jax.tree.map(lambda *leaves: jnp.stack(leaves), *xs)  # noqa: E731
     timestep = TimeStep(step_type=step_type, reward=reward, discount=discount, observation=stack(observations))
-    return Trajectory(timestep=timestep, action=stack(actions), behaviour_logits=stack(logits))
+    return Trajectory(timestep=timestep, action=stack(actions), extras=stack(extras))
 
 
 def send_to_learners(trajectory: Trajectory, learner_sharding: NamedSharding) -> Trajectory:
@@ -90,19 +95,19 @@ def run_actor(
     *,
     env: HostEnvironment,
     device: jax.Device,
-    act: Callable,
-    parameters: ParameterServer,
+    act_step: Callable,
+    parameters: ParameterVersions,
     rollouts: queue.Queue,
     learner_sharding: NamedSharding,
     control: RunControl,
-    key: Any,
+    key: chex.PRNGKey,
     unroll_length: int,
     policy_lag: int,
     num_rollouts: int,
 ) -> None:
     """The body of one actor thread; `env` was created on the main thread and is used only here."""
-    key = jax.device_put(key, device)
     host_timestep = env.reset()
+    episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
     observation = jax.device_put(host_timestep.observation, device)
     wait_seconds = 0.0
     for index in range(num_rollouts):
@@ -110,23 +115,24 @@ def run_actor(
         start = time.perf_counter()
         params = control.wait(lambda t: parameters.get(version, device, t), f"parameters version {version}")
         wait_seconds += time.perf_counter() - start
+        rollout_key = jax.device_put(jax.random.fold_in(key, index), device)
 
-        observations, actions, logits, host_timesteps = [observation], [], [], [host_timestep]
+        observations, actions, extras, host_timesteps = [observation], [], [], [host_timestep]
         env_seconds = inference_seconds = 0.0
-        finished_returns, finished_lengths = [], []
-        for _ in range(unroll_length):
+        completed = Completed(0.0, 0.0, 0.0)
+        for t in range(unroll_length):
             if control.stop.is_set():
                 raise Stopped
             start = time.perf_counter()
-            action, step_logits, key = act(params, observation, key)
+            action, step_extras = act_step(params, observation, rollout_key, t)
             host_action = np.asarray(action)
             inference_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
             host_timestep = env.step(host_action)
-            ended = host_timestep.step_type == LAST
-            finished_returns.append(env.episode_return[ended])
-            finished_lengths.append(env.episode_length[ended])
+            episode_return, episode_length = episodes.update(episode_return, episode_length, host_timestep, xp=np)
+            finished = episodes.completed(host_timestep, episode_return, episode_length, xp=np)
+            completed = Completed(*(a + b for a, b in zip(completed, finished, strict=True)))
             env_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
@@ -134,18 +140,17 @@ def run_actor(
             inference_seconds += time.perf_counter() - start
             observations.append(observation)
             actions.append(action)
-            logits.append(step_logits)
+            extras.append(step_extras)
             host_timesteps.append(host_timestep)
 
-        scalars = [np.stack([getattr(ts, name) for ts in host_timesteps]) for name in ("step_type", "reward", "discount")]
-        trajectory = assemble_trajectory(observations, actions, logits, *jax.device_put(scalars, device))
-        finished_returns, finished_lengths = np.concatenate(finished_returns), np.concatenate(finished_lengths)
+        scalars = [
+            np.stack([getattr(ts, name) for ts in host_timesteps]) for name in ("step_type", "reward", "discount")
+        ]
+        trajectory = assemble_trajectory(observations, actions, extras, *jax.device_put(scalars, device))
         rollout = Rollout(
             trajectory=send_to_learners(trajectory, learner_sharding),
             params_version=version,
-            episodes=len(finished_returns),
-            episode_return_sum=float(np.sum(finished_returns)),
-            episode_length_sum=float(np.sum(finished_lengths)),
+            completed=completed,
             env_seconds=env_seconds,
             inference_seconds=inference_seconds,
             wait_seconds=wait_seconds,

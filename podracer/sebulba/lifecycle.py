@@ -11,7 +11,8 @@ import queue
 import threading
 import time
 import traceback
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -29,7 +30,7 @@ class RunControl:
         self.stop = threading.Event()
         self.stall_timeout_seconds = stall_timeout_seconds
         self.failures: list[tuple[str, str]] = []  # (thread name, formatted traceback).
-        self.stop_signal: Optional[int] = None  # The signal number that asked the run to stop, if any.
+        self.stop_signal: int | None = None  # The signal number that asked the run to stop, if any.
         self._lock = threading.Lock()
 
     def fail(self, thread_name: str, formatted_traceback: str) -> None:

@@ -1,36 +1,40 @@
-"""The Sebulba run: environments on the main thread, actor threads, one learner thread, logs.
+"""A Sebulba run in three steps: build it, run its threads, shut it down.
 
-The main thread validates the config, creates every envpool environment
-(envpool wants them created there), initialises the agent on the learner
-devices, starts the threads and then only writes log records until the learner
-finishes, a thread fails, or SIGINT / SIGTERM asks the run to stop. Whatever
-happens, the threads are stopped and joined, the environments closed and the
-logs flushed before `train` returns or raises.
+`build` (main thread) checks the device split against the machine, creates
+every host environment (envpool wants them created on the main thread), builds
+the agent, and compiles the learner's update, so that anything wrong with the
+config, the environment or the agent is reported before a thread starts or a
+file is written. `run_threads` starts the actor threads and the learner thread
+and then only logs until the learner finishes, a thread fails, or SIGINT /
+SIGTERM asks the run to stop. `shut_down` stops and joins every thread and
+closes the environments, whatever happened.
 """
 
 import contextlib
+import dataclasses
 import functools
-import math
 import queue
 import signal
 import threading
 import time
-from typing import Optional
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
-from jax.sharding import NamedSharding
+from jax.sharding import Mesh, NamedSharding
 from ml_collections import ConfigDict
 
+from podracer import agents, envs
 from podracer import config as config_lib
-from podracer import distributed
-from podracer.agents import make_agent
-from podracer.agents.learner import LearnerState
-from podracer.envs.envpool_env import make_host_env
-from podracer.metrics_writer import MetricsWriter
-from podracer.sebulba.actor import make_act, run_actor
-from podracer.sebulba.learner import TRAJECTORY_SPEC, make_update, run_learner
+from podracer.agents import Agent, Trajectory
+from podracer.envs.host import HostEnvFactory, HostEnvironment
+from podracer.envs.timestep import TimeStep
+from podracer.run import Callback, RunLog, TrainResult
+from podracer.sebulba import settings
+from podracer.sebulba.actor import make_act_step, run_actor
+from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update, run_learner
 from podracer.sebulba.lifecycle import RunControl, start_worker
-from podracer.sebulba.parameters import ParameterServer
+from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.topology import REPLICATED, device_mesh, devices_by_id
 
 JOIN_TIMEOUT_SECONDS = 30.0
@@ -44,102 +48,217 @@ class StoppedBySignal(RuntimeError):
     """SIGINT or SIGTERM stopped the run; it shut down cleanly."""
 
     def __init__(self, signal_number: int):
-        super().__init__(f"stopped by {signal.Signals(signal_number).name}; threads joined, environments closed, logs flushed")
+        name = signal.Signals(signal_number).name
+        super().__init__(f"stopped by {name}; threads joined, environments closed, logs flushed")
         self.signal_number = signal_number
 
 
-def train(config: ConfigDict, workdir: Optional[str] = None, show_progress: bool = True) -> tuple[LearnerState, list[dict]]:
-    """Trains the agent `config` describes with Sebulba; returns the final learner state and every log record.
+@dataclasses.dataclass
+class SebulbaRun:
+    """Everything `build` makes: the run's devices, environments, agent, compiled update and initial state."""
+
+    config: ConfigDict
+    agent: Agent
+    envs: list[HostEnvironment]  # One batch per actor thread of this process, in thread order.
+    actor_devices: list[jax.Device]
+    learner_mesh: Mesh
+    first_thread: int  # This process's first actor thread, numbered across the job.
+    num_updates: int
+    steps_per_update: int  # Environment steps per update, over the whole job.
+    state: Any  # The initial learner state, replicated over the learner mesh.
+    update: Callable  # The compiled learner update.
+    actor_key: jax.Array  # Actor thread i acts with keys folded from fold_in(actor_key, i).
+    learner_key: jax.Array  # Replicated over the learner mesh; update v learns with fold_in(learner_key, v).
+    compile_seconds: float
+    control: RunControl
+    threads: list[threading.Thread] = dataclasses.field(default_factory=list)
+
+
+def train(
+    config: ConfigDict,
+    *,
+    env: HostEnvFactory | None = None,
+    agent: Agent | None = None,
+    workdir: str | None = None,
+    callbacks: Sequence[Callback] = (),
+) -> TrainResult:
+    """Trains with Sebulba; call it through `podracer.train`, which validates the config and starts the job first.
 
     With `config.replicas > 1` every process of the job calls this. Each runs its
     own actors and environments on its own actor devices; the learner mesh spans
     the learner devices of every process, each process's trajectories go to its
     own learner devices, and the update averages gradients over all of them.
     """
-    distributed.start(config)
-    config_lib.validate(config)
-    actor_ids, learner_ids = config_lib.sebulba_device_ids(config)
+    run = build(config, env, agent)
+    try:
+        history, final_state = run_threads(run, workdir, callbacks)
+    finally:
+        shut_down(run)
+    if run.control.failures:
+        name, formatted = run.control.failures[0]
+        raise ThreadFailed(f"Sebulba thread {name!r} failed:\n{formatted}")
+    if run.control.stop_signal is not None:
+        raise StoppedBySignal(run.control.stop_signal)
+    return TrainResult(
+        final_state, run.agent.acting_params(final_state), history, run.num_updates * run.steps_per_update
+    )
+
+
+def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | None) -> SebulbaRun:
+    """Creates the environments and the agent and compiles the update; closes the environments if anything fails."""
+    actor_ids, learner_ids = settings.device_ids(config)
     actor_devices = devices_by_id(actor_ids)
     learner_mesh = device_mesh(devices_by_id(learner_ids, every_process=True))
-    num_actor_threads = len(actor_devices) * config.actor_threads_per_device
-    first_thread = jax.process_index() * num_actor_threads  # This process's threads, numbered across the job.
-    steps_per_update = config.unroll_length * config.envs_per_thread * num_actor_threads * jax.process_count()
-    num_updates = math.ceil(config.total_steps / steps_per_update)
-
-    control = RunControl(config.stall_timeout_seconds)
-    envs, threads, writer = [], [], None
+    num_threads = len(actor_devices) * config.actor_threads_per_device
+    first_thread = jax.process_index() * num_threads
+    num_updates = settings.num_updates(config, num_threads)
+    if make_env is None:
+        make_env = functools.partial(config_lib.make_environment, config, envs.host_factory(config.env.name))
+    host_envs: list[HostEnvironment] = []
     try:
-        for index in range(first_thread, first_thread + num_actor_threads):  # On the main thread, as envpool wants.
-            envs.append(make_host_env(  # Environment i of the pool gets seed + i: every environment of the job differs.
-                config.env.name, config.envs_per_thread, seed=config.seed + index * config.envs_per_thread,
-                num_threads=config.envpool_threads, **config.env.kwargs,
-            ))
-        agent = make_agent(config, envs[0], num_updates=num_updates * config.learner_minibatches)
+        for index in range(first_thread, first_thread + num_threads):
+            # Environment i of the pool gets seed + i: every environment of the job differs.
+            host_envs.append(make_env(config.envs_per_thread, config.seed + index * config.envs_per_thread))
+        if agent is None:
+            agent = agents.make(config, num_updates=num_updates * config.learner_minibatches)
+        compile_start = time.perf_counter()
+        replicated = NamedSharding(learner_mesh, REPLICATED)
+        observation_spec, action_spec = host_envs[0].observation_spec(), host_envs[0].action_spec()
+        init = jax.jit(lambda key: agent.init(key, observation_spec, action_spec), out_shardings=replicated)
         params_key, actor_key, learner_key = jax.random.split(jax.random.key(config.seed), 3)
-        state = jax.jit(agent.init, out_shardings=NamedSharding(learner_mesh, REPLICATED))(params_key)
-        parameters = ParameterServer(actor_devices)
-        parameters.publish(0, state.params)
-        writer = MetricsWriter(workdir, config, num_updates * steps_per_update, show_progress)
-        records: queue.Queue = queue.Queue()
-        rollout_queues = [queue.Queue(maxsize=config.queue_size) for _ in range(num_actor_threads)]
-        act = make_act(agent.network.apply)
-        learner_sharding = NamedSharding(learner_mesh, TRAJECTORY_SPEC)
-        for index, env in enumerate(envs):
-            threads.append(start_worker(f"actor-{index}", control, functools.partial(
-                run_actor,
-                env=env,
-                device=actor_devices[index // config.actor_threads_per_device],
-                act=act,
-                parameters=parameters,
-                rollouts=rollout_queues[index],
-                learner_sharding=learner_sharding,
-                control=control,
-                key=jax.random.fold_in(actor_key, first_thread + index),
-                unroll_length=config.unroll_length,
-                policy_lag=config.policy_lag,
-                num_rollouts=num_updates,
-            )))
-        final_state: list[LearnerState] = []
-        learner = start_worker("learner", control, functools.partial(
-            run_learner,
-            state=state,
-            update=make_update(agent, learner_mesh, config.learner_minibatches),
-            rollout_queues=rollout_queues,
+        learner_key = jax.jit(lambda key: key, out_shardings=replicated)(learner_key)  # Global, every process.
+        abstract_state = init.eval_shape(params_key)
+        trajectory = _abstract_trajectory(agent, abstract_state, host_envs[0], config.unroll_length, learner_mesh)
+        update = make_learner_update(agent, learner_mesh, config.learner_minibatches)
+        lowered = update.lower(abstract_state, [trajectory] * num_threads, learner_key)  # The agent's errors come here.
+        state = init(params_key)
+        update = lowered.compile()
+        compile_seconds = time.perf_counter() - compile_start
+    except BaseException:
+        for host_env in host_envs:
+            host_env.close()
+        raise
+    return SebulbaRun(
+        config=config,
+        agent=agent,
+        envs=host_envs,
+        actor_devices=actor_devices,
+        learner_mesh=learner_mesh,
+        first_thread=first_thread,
+        num_updates=num_updates,
+        steps_per_update=settings.steps_per_update(config, num_threads),
+        state=state,
+        update=update,
+        actor_key=actor_key,
+        learner_key=learner_key,
+        compile_seconds=compile_seconds,
+        control=RunControl(config.stall_timeout_seconds),
+    )
+
+
+def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callback]) -> tuple[list[dict], Any]:
+    """Starts the actor and learner threads and logs until the learner finishes or the run stops.
+
+    Returns the log records and the final learner state (None if the run stopped early).
+    """
+    config = run.config
+    parameters = ParameterVersions(run.actor_devices)
+    parameters.publish(0, run.agent.acting_params(run.state))
+    records: queue.Queue = queue.Queue()
+    rollout_queues = [queue.Queue(maxsize=config.queue_size) for _ in run.envs]
+    act_step = make_act_step(run.agent)
+    learner_sharding = NamedSharding(run.learner_mesh, TRAJECTORY_SPEC)
+    for index, env in enumerate(run.envs):
+        actor = functools.partial(
+            run_actor,
+            env=env,
+            device=run.actor_devices[index // config.actor_threads_per_device],
+            act_step=act_step,
             parameters=parameters,
-            control=control,
-            key=learner_key,
-            num_updates=num_updates,
-            log_every=config.log_every_updates,
-            log=records.put,
-            result=final_state,
-        ))
-        threads.append(learner)
-        history = []
-        with _stop_on_signals(control):
+            rollouts=rollout_queues[index],
+            learner_sharding=learner_sharding,
+            control=run.control,
+            key=jax.random.fold_in(run.actor_key, run.first_thread + index),
+            unroll_length=config.unroll_length,
+            policy_lag=config.policy_lag,
+            num_rollouts=run.num_updates,
+        )
+        run.threads.append(start_worker(f"actor-{index}", run.control, actor))
+    final_state: list = []
+    learner = functools.partial(
+        run_learner,
+        state=run.state,
+        update=run.update,
+        acting_params=run.agent.acting_params,
+        rollout_queues=rollout_queues,
+        parameters=parameters,
+        control=run.control,
+        key=run.learner_key,
+        num_updates=run.num_updates,
+        log_every=config.log_every_updates,
+        report=lambda record, state: records.put((record, state)),
+        result=final_state,
+    )
+    run.threads.append(start_worker("learner", run.control, learner))
+    run.state = None  # Donated to the learner's first update.
+
+    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks)
+    frames_per_step = getattr(run.envs[0], "frames_per_step", 1)
+    try:
+        with _stop_on_signals(run.control):
             while True:
-                alive = learner.is_alive() and not control.stop.is_set()
+                alive = run.threads[-1].is_alive() and not run.control.stop.is_set()
                 with contextlib.suppress(queue.Empty):
                     while True:
-                        record = _finish_record(records.get_nowait(), steps_per_update, envs[0].frames_per_step)
-                        writer.write(record)
-                        history.append(record)
+                        record, state = records.get_nowait()
+                        record = _finish_record(record, run.steps_per_update, frames_per_step)
+                        if not log.history:
+                            record["compile_seconds"] = run.compile_seconds
+                        log.report(record, state)
                 if not alive:
                     break
                 time.sleep(0.05)
     finally:
-        control.stop.set()
-        for thread in threads:
-            thread.join(JOIN_TIMEOUT_SECONDS)
-        for env in envs:
-            env.close()
-        if writer:
-            writer.close()
-    if control.failures:
-        name, formatted = control.failures[0]
-        raise ThreadFailed(f"Sebulba thread {name!r} failed:\n{formatted}")
-    if control.stop_signal is not None:
-        raise StoppedBySignal(control.stop_signal)
-    return final_state[0], history
+        log.close()
+    return log.history, (final_state[0] if final_state else None)
+
+
+def shut_down(run: SebulbaRun) -> None:
+    """Stops and joins every thread and closes every environment."""
+    run.control.stop.set()
+    for thread in run.threads:
+        thread.join(JOIN_TIMEOUT_SECONDS)
+    for env in run.envs:
+        env.close()
+
+
+def _abstract_trajectory(agent: Agent, learner_state: Any, env: HostEnvironment, unroll_length: int, mesh: Mesh):
+    """The shapes, dtypes and sharding of one actor thread's trajectory as the learner receives it."""
+    batch = env.num_envs
+    keys = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), batch))
+    observation = jax.tree.map(
+        lambda spec: jax.ShapeDtypeStruct((batch,) + tuple(spec.shape), jax.dtypes.canonicalize_dtype(spec.dtype)),
+        env.observation_spec(),
+    )
+    action, extras = jax.eval_shape(agent.act, agent.acting_params(learner_state), observation, keys)
+    sharding = NamedSharding(mesh, TRAJECTORY_SPEC)
+
+    def over_time(length: int):
+        def place(x):
+            shape = (length, x.shape[0] * jax.process_count()) + tuple(x.shape[1:])
+            return jax.ShapeDtypeStruct(shape, x.dtype, sharding=sharding)
+
+        return place
+
+    scalar = jax.ShapeDtypeStruct((batch,), "float32")
+    timestep = TimeStep(
+        step_type=jax.ShapeDtypeStruct((batch,), "int32"), reward=scalar, discount=scalar, observation=observation
+    )
+    return Trajectory(
+        timestep=jax.tree.map(over_time(unroll_length + 1), timestep),
+        action=jax.tree.map(over_time(unroll_length), action),
+        extras=jax.tree.map(over_time(unroll_length), extras),
+    )
 
 
 def _finish_record(record: dict, steps_per_update: int, frames_per_step: int) -> dict:

@@ -1,0 +1,41 @@
+"""podracer: DeepMind's Podracer architectures (Anakin and Sebulba) for scalable reinforcement learning in JAX.
+
+    import podracer
+
+    config = podracer.load_config("configs/anakin_catch.py")      # or podracer.defaults("ppo")
+    result = podracer.train(config, env=my_env, agent=my_agent)   # objects passed in win over config names
+
+An agent is a `podracer.Agent` (`init`, `act`, `learn`, `acting_params`);
+environments are `podracer.envs.Environment` (pure JAX, for Anakin) or host
+batches (`podracer.envs.HostEnvironment`, for Sebulba). Both registries take
+your own: `podracer.agents.register`, `podracer.envs.register`.
+"""
+
+from podracer import agents, envs
+from podracer.agents import Agent, Trajectory
+from podracer.config import defaults
+from podracer.config import load as load_config
+from podracer.config import validate as validate_config
+from podracer.errors import ConfigError
+from podracer.progress import ProgressBar
+from podracer.run import Callback, LogEvent, TrainResult
+from podracer.training import train
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "Agent",
+    "Callback",
+    "ConfigError",
+    "LogEvent",
+    "ProgressBar",
+    "TrainResult",
+    "Trajectory",
+    "__version__",
+    "agents",
+    "defaults",
+    "envs",
+    "load_config",
+    "train",
+    "validate_config",
+]

@@ -1,0 +1,57 @@
+"""Anakin's config fields: their defaults, their static checks and the checks against the machine."""
+
+import math
+
+import jax
+from ml_collections import ConfigDict
+
+from podracer import envs, field_checks
+from podracer.errors import ConfigError
+from podracer.topology import anakin_devices
+
+
+def add_defaults(config: ConfigDict) -> None:
+    config.env = ConfigDict({"name": "catch", "kwargs": ConfigDict()})  # A name from podracer.envs.names().
+    config.num_devices = 0  # How many devices to replicate over; 0 means all of them.
+    config.num_envs = 64  # Environments in total, split evenly over the devices.
+    config.unroll_length = 16  # T: environment steps per update.
+    config.updates_per_dispatch = 10  # K: updates compiled into one program call between logs.
+
+
+def validate(config: ConfigDict, env_from_config: bool) -> None:
+    """Static checks: types and ranges of Anakin's fields, and the environment's name."""
+    field_checks.integer(config, "num_devices", at_least=0)
+    field_checks.integer(config, "num_envs", at_least=1, example=64)
+    field_checks.integer(config, "updates_per_dispatch", at_least=1, example=10)
+    if env_from_config:
+        field_checks.choice(config, "env.name", envs.names())
+
+
+def devices(config: ConfigDict) -> list[jax.Device]:
+    """The devices the run replicates over; raises `ConfigError` where this machine cannot give them."""
+    available = jax.device_count()
+    if config.num_devices > available:
+        raise ConfigError(
+            "num_devices",
+            f"{config.num_devices} devices requested but this job has {available} ({jax.default_backend()})",
+            f"set --config.num_devices between 1 and {available}, or 0 for all",
+        )
+    if config.replicas > 1 and config.num_devices not in (0, available):
+        raise ConfigError(
+            "num_devices",
+            f"a job of {config.replicas} processes replicates over all its devices",
+            "leave --config.num_devices=0",
+        )
+    chosen = anakin_devices(config.num_devices)
+    if config.num_envs % len(chosen):
+        raise ConfigError(
+            "num_envs",
+            f"{config.num_envs} environments cannot be split evenly over {len(chosen)} devices",
+            f"set --config.num_envs to a multiple of {len(chosen)}",
+        )
+    return chosen
+
+
+def num_dispatches(config: ConfigDict) -> int:
+    """Dispatches of K updates that cover `total_steps` (the last one may overshoot)."""
+    return math.ceil(config.total_steps / (config.unroll_length * config.num_envs * config.updates_per_dispatch))

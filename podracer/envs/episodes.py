@@ -1,0 +1,43 @@
+"""Episode statistics from a stream of timesteps: the one rule JAX and host environments share.
+
+The running episode's undiscounted return and length restart at every FIRST
+timestep; at a LAST timestep they are the finished episode's figures. Pure-JAX
+environments use these functions with `jax.numpy` (through the
+`EpisodeStatistics` wrapper), Sebulba's actors with `numpy` on their host
+environments' timesteps. Both see the environment's own reward: reward
+clipping belongs to the learner (`config.agent.reward_clip`), so reported
+returns are always the game's.
+"""
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+from podracer.envs.timestep import TimeStep
+
+
+class Completed(NamedTuple):
+    """The episodes that ended at some timesteps: how many, their summed returns and lengths."""
+
+    episodes: Any
+    return_sum: Any
+    length_sum: Any
+
+
+def update(episode_return: Any, episode_length: Any, timestep: TimeStep, xp=jnp) -> tuple[Any, Any]:
+    """The running episode's return and length once `timestep` has been seen (elementwise)."""
+    first = timestep.first()
+    return xp.where(first, 0.0, episode_return + timestep.reward), xp.where(first, 0, episode_length + 1)
+
+
+def completed(timestep: TimeStep, episode_return: Any, episode_length: Any, xp=jnp) -> Completed:
+    """Totals over the episodes that end at `timestep` (any shape: one batch, or a whole unroll of them).
+
+    `episode_return` and `episode_length` are the figures after `timestep`, as `update` returns them.
+    """
+    ended = timestep.last()
+    return Completed(
+        episodes=xp.sum(ended, dtype=xp.float32),
+        return_sum=xp.sum(xp.where(ended, episode_return, 0.0)),
+        length_sum=xp.sum(xp.where(ended, episode_length, 0), dtype=xp.float32),
+    )

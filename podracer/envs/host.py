@@ -1,0 +1,59 @@
+"""The host-environment interface Sebulba's actors step: a batch of environments on the CPU, numpy in and out.
+
+Anything that steps a batch of environments outside JAX can feed Sebulba by
+implementing these few methods: envpool's C++ pools (`envpool_env`), a
+Gymnasium vector environment, or a user's own simulator. `reset` and `step`
+return one `TimeStep` of numpy arrays with a leading batch axis `[B, ...]` and
+the same dm_env semantics as the pure-JAX environments wrapped for training:
+the step that ends an episode is LAST (its final observation, its reward,
+discount 0 if terminated and 1 if truncated), the next step is FIRST (the new
+episode's first observation, reward 0, discount 1; its action is ignored).
+`timestep.from_flags(..., xp=numpy)` builds such a timestep from Gymnasium-style
+flags. Episode statistics are not the environment's job: the actors compute
+them from the timesteps (`podracer.envs.episodes`).
+
+Sebulba creates one batch per actor thread, on the main thread, through a
+factory `make(num_envs, seed) -> HostEnvironment`; environment i of a batch
+should be seeded `seed + i`, so batches made with seeds `num_envs` apart differ.
+"""
+
+import abc
+from collections.abc import Callable
+from typing import Any, Self
+
+from podracer.envs.timestep import TimeStep
+
+
+class HostEnvironment(abc.ABC):
+    """A batch of `num_envs` environments stepped on the host, with dm_env semantics."""
+
+    num_envs: int
+    frames_per_step: int = 1  # Emulator frames per agent step (frame skip), for frames-per-second figures.
+
+    @abc.abstractmethod
+    def reset(self) -> TimeStep:
+        """Starts a new episode in every environment: a FIRST timestep, numpy `[B, ...]`."""
+
+    @abc.abstractmethod
+    def step(self, action: Any) -> TimeStep:
+        """Steps every environment with its action `[B, ...]`; those whose last timestep was LAST start anew."""
+
+    @abc.abstractmethod
+    def observation_spec(self) -> Any:
+        """One environment's observation spec (no batch axis): a `dm_env.specs.Array` or a nest of them."""
+
+    @abc.abstractmethod
+    def action_spec(self) -> Any:
+        """One environment's action spec (no batch axis)."""
+
+    def close(self) -> None:  # noqa: B027 -- optional: not every batch holds threads or processes.
+        """Releases threads or processes; further calls do nothing."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+HostEnvFactory = Callable[[int, int], HostEnvironment]  # (num_envs, seed) -> a batch.

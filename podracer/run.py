@@ -1,0 +1,76 @@
+"""The run contract both architectures keep: what callbacks see at each log record and what `train` returns.
+
+`RunLog` is the one place a run reports to: it appends each log record to the
+history, writes it (`metrics.jsonl`, TensorBoard) when there is a workdir, and
+hands it with the training state to every callback. A callback is any function
+of a `LogEvent`; checkpointing, plotting and notebook displays attach there.
+Callbacks run on the main thread of every process of the job (only process 0
+writes the logs), so a multi-host checkpoint hook can take part everywhere.
+"""
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ml_collections import ConfigDict
+
+from podracer.envs.episodes import Completed
+from podracer.metrics_writer import MetricsWriter
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEvent:
+    """What a callback is shown at a log record."""
+
+    record: dict  # The log record, as written to metrics.jsonl: step, losses, episode statistics, throughput.
+    # The training state at that record (Anakin: `AnakinState`; Sebulba: `SebulbaState`), valid during the call:
+    # the run goes on with its buffers afterwards, so copy (or save) what you keep.
+    state: Any
+    total_steps: int  # Environment steps the whole run will take.
+
+    @property
+    def final(self) -> bool:
+        """Whether this is the run's last record."""
+        return self.record["step"] >= self.total_steps
+
+
+Callback = Callable[[LogEvent], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """What `podracer.train` returns, for either architecture."""
+
+    learner_state: Any  # The agent's final learner state (on the learner devices).
+    acting_params: Any  # `agent.acting_params(learner_state)`: what `agent.act` needs.
+    history: list[dict]  # Every log record, in order.
+    steps: int  # Environment steps taken over the whole job.
+
+
+class RunLog:
+    """Records, writes and hands on every log record of a run."""
+
+    def __init__(self, workdir: str | None, config: ConfigDict, total_steps: int, callbacks: Sequence[Callback]):
+        self.history: list[dict] = []
+        self.total_steps = total_steps
+        self._callbacks = tuple(callbacks)
+        self._writer = MetricsWriter(workdir, config)
+
+    def report(self, record: dict, state: Any) -> None:
+        self.history.append(record)
+        self._writer.write(record)
+        for callback in self._callbacks:
+            callback(LogEvent(record, state, self.total_steps))
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def episode_summary(completed: Completed) -> dict:
+    """The episode fields of a log record, from the episodes that ended since the previous one."""
+    episodes = float(completed.episodes)
+    return {
+        "episodes": int(episodes),
+        "mean_episode_return": float(completed.return_sum) / episodes if episodes else float("nan"),
+        "mean_episode_length": float(completed.length_sum) / episodes if episodes else float("nan"),
+    }

@@ -1,0 +1,103 @@
+"""Sebulba's config fields: their defaults, their static checks and the checks against the machine."""
+
+import math
+
+import jax
+from ml_collections import ConfigDict
+
+from podracer import envs, field_checks
+from podracer.errors import ConfigError
+
+
+def add_defaults(config: ConfigDict) -> None:
+    # A registered host environment or an envpool task id; kwargs go to its factory (envpool: e.g. num_threads).
+    config.env = ConfigDict({"name": "CartPole-v1", "kwargs": ConfigDict()})
+    config.actor_device_ids = (0,)  # Positions in jax.local_devices(), disjoint from the learners' unless the
+    config.learner_device_ids = ()  # process has one device. () means every device that is not an actor's.
+    config.actor_threads_per_device = 2  # Threads take turns on a device, so it never idles.
+    config.envs_per_thread = 32  # Each actor thread's batch of host environments.
+    config.unroll_length = 20  # T: environment steps per rollout.
+    config.policy_lag = 1  # 0: act with the newest parameters; 1: one update behind, overlapping acting and learning.
+    config.learner_minibatches = 1  # Sequential updates the learner batch is split into.
+    config.queue_size = 1  # Rollouts each actor thread may have waiting for the learner.
+    config.log_every_updates = 10
+    config.stall_timeout_seconds = 300.0  # Longest any thread may wait for another before the run fails.
+
+
+def validate(config: ConfigDict, env_from_config: bool) -> None:
+    """Static checks: types and ranges of Sebulba's fields, and the environment's name."""
+    field_checks.integers(config, "actor_device_ids", at_least=0, example="(0,)", distinct=True)
+    field_checks.integers(config, "learner_device_ids", at_least=0, example="(1,)", non_empty=False, distinct=True)
+    for field, example in (
+        ("actor_threads_per_device", 2),
+        ("envs_per_thread", 32),
+        ("learner_minibatches", 1),
+        ("queue_size", 1),
+        ("log_every_updates", 10),
+    ):
+        field_checks.integer(config, field, at_least=1, example=example)
+    field_checks.number(config, "stall_timeout_seconds", example=300, above=0.0)
+    if config.policy_lag not in (0, 1):
+        raise ConfigError(
+            "policy_lag",
+            f"must be 0 or 1, got {config.policy_lag!r}",
+            "use 0 (act with the newest parameters) or 1 (one update behind, acting overlaps learning)",
+        )
+    if env_from_config and not (isinstance(config.env.name, str) and envs.is_host_env(config.env.name)):
+        raise ConfigError(
+            "env.name",
+            f"{config.env.name!r} is not a registered host environment or an envpool task",
+            "use an envpool id such as CartPole-v1, Pong-v5 or Breakout-v5 (envpool.list_all_envs()), "
+            "or register your own with podracer.envs.register(name, factory, host=True)",
+        )
+
+
+def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The actor and learner device positions among this process's devices; raises `ConfigError` if impossible.
+
+    An empty `learner_device_ids` means every local device the actors do not
+    use, or the actors' own device when the process has a single device.
+    """
+    available = jax.local_device_count()
+    actors = tuple(config.actor_device_ids)
+    learners = tuple(config.learner_device_ids)
+    learners = learners or tuple(i for i in range(available) if i not in actors) or actors
+    for field, ids in (("actor_device_ids", actors), ("learner_device_ids", learners)):
+        if not all(i < available for i in ids):
+            raise ConfigError(
+                field,
+                f"{ids} are not all positions among this process's {available} {jax.default_backend()} devices",
+                f"choose distinct ids from 0..{available - 1}",
+            )
+    if set(actors) & set(learners) and available > 1:
+        raise ConfigError(
+            "learner_device_ids",
+            f"devices {sorted(set(actors) & set(learners))} are also actor devices",
+            "make actor_device_ids and learner_device_ids disjoint (they may share a "
+            "device only when the process has just one), or leave learner_device_ids=() for the rest",
+        )
+    if config.envs_per_thread % len(learners):
+        raise ConfigError(
+            "envs_per_thread",
+            f"{config.envs_per_thread} environments cannot be split evenly over {len(learners)} learner devices",
+            f"set --config.envs_per_thread to a multiple of {len(learners)}",
+        )
+    per_learner = config.envs_per_thread * config.actor_threads_per_device * len(actors) // len(learners)
+    if per_learner % config.learner_minibatches:
+        raise ConfigError(
+            "learner_minibatches",
+            f"the {per_learner} environments each learner device receives "
+            f"per update do not split into {config.learner_minibatches} equal minibatches",
+            "choose a divisor of that number",
+        )
+    return actors, learners
+
+
+def steps_per_update(config: ConfigDict, num_actor_threads: int) -> int:
+    """Environment steps per learner update over the whole job, with `num_actor_threads` in each process."""
+    return config.unroll_length * config.envs_per_thread * num_actor_threads * jax.process_count()
+
+
+def num_updates(config: ConfigDict, num_actor_threads: int) -> int:
+    """Learner updates that cover `total_steps` (the last one may overshoot)."""
+    return math.ceil(config.total_steps / steps_per_update(config, num_actor_threads))

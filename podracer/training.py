@@ -1,0 +1,45 @@
+"""`podracer.train`: the one entry point for both architectures.
+
+    result = podracer.train(config, env=None, agent=None, workdir=None, callbacks=())
+
+The config says which architecture runs and names everything else; objects
+passed in win over the names: `env` is a pure-JAX `Environment` for Anakin,
+or a factory `make(num_envs, seed) -> HostEnvironment` for Sebulba, and
+`agent` any `Agent`. The config is validated once, here, before any device is
+touched; each architecture then checks it against the machine as it builds.
+Both return a `TrainResult` and call every callback at each log record.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from ml_collections import ConfigDict
+
+from podracer import config as config_lib
+from podracer import distributed
+from podracer.agents import Agent
+from podracer.anakin.train import train as train_anakin
+from podracer.run import Callback, TrainResult
+from podracer.sebulba.train import train as train_sebulba
+
+_TRAIN = {"anakin": train_anakin, "sebulba": train_sebulba}
+
+
+def train(
+    config: ConfigDict,
+    *,
+    env: Any | None = None,
+    agent: Agent | None = None,
+    workdir: str | None = None,
+    callbacks: Sequence[Callback] = (),
+) -> TrainResult:
+    """Trains the agent on the environment `config` describes (or those passed in), on every device it names.
+
+    With `workdir`, writes `metrics.jsonl`, TensorBoard events and the resolved
+    `config.json` there (process 0 of the job only). Raises `ConfigError`,
+    naming the field and the fix, before anything is compiled or written.
+    With `config.replicas > 1` every process of the job calls this.
+    """
+    config_lib.validate(config, agent_from_config=agent is None, env_from_config=env is None)
+    distributed.start(config)  # Before anything touches a device.
+    return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)

@@ -1,0 +1,75 @@
+"""The agent interface of every built-in agent: `learn` outside any mesh equals `learn` on a one-device mesh."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import podracer
+from podracer import agents, envs
+from podracer.topology import DEVICE_AXIS, REPLICATED, device_mesh
+
+T, B = 8, 6
+
+
+def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
+    """T steps of `agent.act` on B Catch environments, as Anakin collects them."""
+    env = envs.wrap_for_training(envs.make("catch", rows=5))
+    reset_key, step_key = jax.random.split(key)
+    env_state, timestep = env.reset(jax.random.split(reset_key, B))
+    params = agent.acting_params(learner_state)
+
+    def step(carry, key):
+        env_state, timestep = carry
+        action, extras = agent.act(params, timestep.observation, jax.random.split(key, B))
+        env_state, next_timestep = env.step(env_state, action)
+        return (env_state, next_timestep), (timestep, action, extras)
+
+    (_, last), (timesteps, actions, extras) = jax.lax.scan(step, (env_state, timestep), jax.random.split(step_key, T))
+    timesteps = jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), timesteps, last)
+    return podracer.Trajectory(timestep=timesteps, action=actions, extras=extras)
+
+
+@pytest.mark.parametrize("name", ["actor_critic", "impala", "ppo"])
+def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
+    assert name in agents.names()
+    config = podracer.defaults(name)
+    if name == "ppo":
+        config.agent.num_minibatches = 2  # 8 x 6 transitions in 2 minibatches of 24.
+    spec_env = envs.make("catch", rows=5)
+    agent = agents.make(config, num_updates=10)
+    init_key, data_key, learn_key = jax.random.split(jax.random.key(0), 3)
+    state = agent.init(init_key, spec_env.observation_spec(), spec_env.action_spec())
+    trajectory = jax.jit(rollout, static_argnums=0)(agent, state, data_key)
+    assert trajectory.extras["logits"].shape == (T, B, 3)
+
+    outside = jax.jit(agent.learn)(state, trajectory, learn_key, None)
+    mesh = device_mesh(jax.devices()[:1])
+    on_mesh = jax.jit(
+        jax.shard_map(
+            lambda s, t, k: agent.learn(s, t, k, DEVICE_AXIS),
+            mesh=mesh,
+            in_specs=(REPLICATED, REPLICATED, REPLICATED),
+            out_specs=(REPLICATED, REPLICATED),
+        )
+    )(state, trajectory, learn_key)
+
+    (state_outside, metrics_outside), (state_on_mesh, metrics_on_mesh) = outside, on_mesh
+    assert set(metrics_outside) == set(metrics_on_mesh) and "loss" in metrics_outside
+    for a, b in zip(jax.tree.leaves(state_outside), jax.tree.leaves(state_on_mesh), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for metric in metrics_outside:
+        np.testing.assert_array_equal(metrics_outside[metric], metrics_on_mesh[metric], err_msg=metric)
+    moved = [
+        not np.array_equal(a, b)
+        for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(state_outside.params), strict=True)
+    ]
+    assert any(moved)  # The update did change the parameters.
+
+
+def test_every_builtin_agent_is_registered_with_defaults_and_checks():
+    for name in ("actor_critic", "impala", "ppo"):
+        entry = agents.lookup(name)
+        assert entry.name == name and "gamma" in entry.defaults() and entry.validate is not None
+    with pytest.raises(ValueError, match="Unknown agent 'nope'"):
+        agents.lookup("nope")

@@ -1,0 +1,94 @@
+"""dm_env's own conformance suite over `DmEnvAdapter`, for every registered environment.
+
+One `absltest.TestCase` subclass per name in `podracer.envs.names()`, built by a
+small class factory, so a newly registered environment is covered automatically.
+"""
+
+import dm_env
+import numpy as np
+from absl.testing import absltest
+from dm_env import specs, test_utils
+
+from podracer.envs import DmEnvAdapter, make, names
+
+# Long enough for every registered environment's random policy to finish an
+# episode, so dm_env's end-of-episode contract is exercised (checked below).
+SEQUENCE_LENGTH = 150
+MAX_STEPS_TO_LAST = 2000
+
+
+class _AdapterConformance(test_utils.EnvironmentTestMixin):
+    env_name: str
+
+    def make_object_under_test(self):
+        return DmEnvAdapter(make(self.env_name), seed=0)
+
+    def make_action_sequence(self):
+        spec = self.environment.action_spec()
+        rng = np.random.default_rng(0)
+        for _ in range(SEQUENCE_LENGTH):
+            yield (
+                spec.dtype.type(rng.integers(spec.num_values))
+                if isinstance(spec, specs.DiscreteArray)
+                else spec.generate_value()
+            )
+
+    def test_random_policy_reaches_last_then_restarts(self):
+        self.reset_environment()
+        actions = self.make_action_sequence()
+        for _ in range(MAX_STEPS_TO_LAST):
+            action = next(actions, None)
+            step = self.step_environment(action)
+            if step.last():
+                break
+        else:
+            self.fail(f"{self.env_name}: no LAST timestep in {MAX_STEPS_TO_LAST} steps.")
+        self.assertIn(step.discount, (0.0, 1.0))
+        self.assertIsInstance(step.reward, (float, np.floating))
+        step = self.step_environment()
+        self.assertIs(step.step_type, dm_env.StepType.FIRST)
+        self.assertIsNone(step.reward)
+        self.assertIsNone(step.discount)
+
+    def test_specs_forwarded(self):
+        env = make(self.env_name)
+        adapter = self.environment
+        self.assertEqual(repr(adapter.observation_spec()), repr(env.observation_spec()))
+        self.assertEqual(adapter.action_spec(), env.action_spec())
+        self.assertEqual(adapter.reward_spec(), env.reward_spec())
+        self.assertEqual(adapter.discount_spec(), env.discount_spec())
+
+    def test_observations_are_numpy(self):
+        step = self.reset_environment()
+        for leaf in _leaves(step.observation):
+            self.assertIsInstance(leaf, np.ndarray)
+
+    def test_same_seed_same_episode(self):
+        a, b = DmEnvAdapter(make(self.env_name), seed=7), DmEnvAdapter(make(self.env_name), seed=7)
+        for x, y in zip(_leaves(a.reset().observation), _leaves(b.reset().observation), strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in _leaves(value)]
+    return [tree]
+
+
+for _name in names():
+    _class_name = f"DmEnvConformanceTest_{_name}"
+    globals()[_class_name] = type(_class_name, (_AdapterConformance, absltest.TestCase), {"env_name": _name})
+del _name, _class_name
+
+
+def test_every_registered_env_is_covered():
+    covered = {
+        cls.env_name
+        for cls in globals().values()
+        if isinstance(cls, type) and issubclass(cls, _AdapterConformance) and cls is not _AdapterConformance
+    }
+    assert covered == set(names())
+
+
+if __name__ == "__main__":
+    absltest.main()

@@ -1,0 +1,262 @@
+"""Host environments on envpool: dm_env episode boundaries, statistics, Atari options, seeding and errors.
+
+Episode statistics are not the environment's: they are computed from its
+timesteps with `podracer.envs.episodes`, as Sebulba's actors compute them, and
+checked here against an independent loop over the same stream.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from podracer.agents import Trajectory, transitions
+from podracer.envs import FIRST, LAST, MID, EnvpoolEnvironment, HostEnvironment, episodes, make_envpool_env
+from podracer.envs.envpool_env import ATARI_DEFAULTS, is_atari_task, is_envpool_task
+
+THETA_LIMIT = 12 * 2 * np.pi / 360  # CartPole-v1 terminates beyond these.
+X_LIMIT = 2.4
+
+
+def _run(env, actions):
+    """Resets and steps `env` with `actions` [T, B]; returns the T + 1 timesteps and the statistics after each.
+
+    The statistics are the running episode's return and length as `episodes.update` computes them on the host,
+    as Sebulba's actors do.
+    """
+    timesteps = [env.reset()]
+    for action in actions:
+        timesteps.append(env.step(action))
+    episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
+    returns, lengths = [], []
+    for timestep in timesteps:
+        episode_return, episode_length = episodes.update(episode_return, episode_length, timestep, xp=np)
+        returns.append(episode_return)
+        lengths.append(episode_length)
+    return timesteps, np.stack(returns), np.stack(lengths)
+
+
+def _check_stream(timesteps, returns, lengths):
+    """dm_env's contract on a batch stream, and statistics recomputed independently from it."""
+    step_type = np.stack([t.step_type for t in timesteps])
+    reward = np.stack([t.reward for t in timesteps])
+    discount = np.stack([t.discount for t in timesteps])
+    assert step_type.dtype == np.int32 and reward.dtype == np.float32 and discount.dtype == np.float32
+    assert (step_type[0] == FIRST).all()
+    assert ((step_type[1:] == FIRST) == (step_type[:-1] == LAST)).all()  # FIRST exactly after LAST.
+    first = step_type == FIRST
+    assert (reward[first] == 0).all() and (discount[first] == 1).all()
+    assert (discount[step_type == MID] == 1).all()
+    for b in range(step_type.shape[1]):
+        episode_return, episode_length = 0.0, 0
+        for t in range(step_type.shape[0]):
+            if step_type[t, b] == FIRST:
+                episode_return, episode_length = 0.0, 0
+            else:
+                episode_return += float(reward[t, b])
+                episode_length += 1
+            assert returns[t, b] == pytest.approx(episode_return)
+            assert lengths[t, b] == episode_length
+    # What the actors report: the episodes that ended, with their summed returns and lengths.
+    completed = [episodes.completed(t, r, n, xp=np) for t, r, n in zip(timesteps, returns, lengths, strict=True)]
+    last = step_type == LAST
+    assert sum(c.episodes for c in completed) == last.sum()
+    assert sum(c.return_sum for c in completed) == pytest.approx(returns[last].sum())
+    assert sum(c.length_sum for c in completed) == lengths[last].sum()
+    return step_type, reward, discount
+
+
+def test_cartpole_time_limit_truncates_with_discount_one():
+    env = make_envpool_env("CartPole-v1", num_envs=3, seed=0, max_episode_steps=5)
+    assert isinstance(env, EnvpoolEnvironment) and isinstance(env, HostEnvironment)
+    assert env.frames_per_step == 1 and env.max_episode_steps == 5 and env.num_envs == 3
+    actions = np.tile(np.array([[0], [1]]), (7, 3))  # Alternating pushes: the pole stays up for 5 steps.
+    timesteps, returns, lengths = _run(env, actions)
+    step_type, reward, discount = _check_stream(timesteps, returns, lengths)
+    episode = [FIRST, MID, MID, MID, MID, LAST]
+    np.testing.assert_array_equal(step_type[:, 0], episode + episode + [FIRST, MID, MID])
+    assert (step_type == step_type[:, :1]).all()
+    assert (discount == 1).all()  # Truncation bootstraps.
+    np.testing.assert_array_equal(reward[:, 0], ([0, 1, 1, 1, 1, 1] * 3)[:15])
+    np.testing.assert_array_equal(returns[5], [5.0] * 3)  # At LAST: the finished episode's figures,
+    np.testing.assert_array_equal(lengths[5], [5] * 3)
+    np.testing.assert_array_equal(returns[6], [0.0] * 3)  # reset when the next one starts.
+    env.close()
+    env.close()  # Closing twice is harmless.
+
+
+def test_cartpole_termination_has_discount_zero_and_statistics_match():
+    env = make_envpool_env("CartPole-v1", num_envs=4, seed=1)
+    assert env.max_episode_steps == 500
+    actions = np.ones((40, 4), np.int32)  # Always push right: the pole falls within about ten steps.
+    timesteps, returns, lengths = _run(env, actions)
+    step_type, reward, discount = _check_stream(timesteps, returns, lengths)
+    last = step_type == LAST
+    assert last.sum(axis=0).min() >= 2
+    assert (discount[last] == 0).all() and (reward[last] == 1).all()
+    observation = np.stack([t.observation for t in timesteps])
+    fallen = (np.abs(observation[..., 2]) > THETA_LIMIT) | (np.abs(observation[..., 0]) > X_LIMIT)
+    np.testing.assert_array_equal(fallen, last)  # LAST carries the old episode's final (terminal) state.
+    assert (np.abs(observation[step_type == FIRST]) <= 0.05).all()  # The new episode's initial state.
+    np.testing.assert_array_equal(lengths[last], returns[last])  # Reward 1 per step.
+
+
+def test_cartpole_random_stream_and_observations_stay_valid():
+    env = make_envpool_env("CartPole-v1", num_envs=5, seed=2, max_episode_steps=30)
+    actions = np.random.default_rng(0).integers(0, 2, (120, 5))
+    timesteps, returns, lengths = _run(env, actions)
+    step_type, _, discount = _check_stream(timesteps, returns, lengths)
+    last = step_type == LAST
+    assert (discount[last] == 0).any() and (discount[last] == 1).any()  # Both kinds of ending occurred.
+    observations = [t.observation for t in timesteps]
+    assert all(o.shape == (5, 4) and o.dtype == np.float32 for o in observations)
+    assert len({o.tobytes() for o in observations}) == len(observations)  # Not overwritten by later steps.
+    spec = env.observation_spec()
+    assert spec.shape == (4,) and spec.dtype == np.float32
+    assert env.action_spec().num_values == 2
+
+
+def test_cartpole_terminal_on_last_allowed_step_reads_as_truncation():
+    """A known envpool limitation (see the module docstring): non-Atari tasks cannot tell us."""
+    actions = np.ones((12, 1), np.int32)
+    timesteps, _, _ = _run(make_envpool_env("CartPole-v1", 1, seed=1, max_episode_steps=100), actions)
+    end = next(t for t, x in enumerate(timesteps) if x.step_type[0] == LAST)
+    assert timesteps[end].discount[0] == 0
+    timesteps, _, _ = _run(make_envpool_env("CartPole-v1", 1, seed=1, max_episode_steps=end), actions)
+    assert timesteps[end].step_type[0] == LAST and timesteps[end].discount[0] == 1
+
+
+def test_atari_game_over_on_last_allowed_step_is_termination():
+    """envpool flags it truncated; info["terminated"] restores termination, which wins."""
+    actions = np.random.default_rng(0).integers(0, 4, (1000, 1))
+    env = make_envpool_env("Breakout-v5", 1, seed=6)
+    env.reset()
+    for end, action in enumerate(actions, 1):  # noqa: B007 -- `end` is read after the loop.
+        timestep = env.step(action)
+        if timestep.step_type[0] == LAST:
+            break
+    assert timestep.discount[0] == 0 and end < 1000  # Game over, at step `end`.
+    for limit, discount in ((end, 0.0), (end - 1, 1.0)):
+        timesteps, _, _ = _run(
+            make_envpool_env("Breakout-v5", 1, seed=6, max_episode_steps=limit), actions[: limit + 1]
+        )
+        assert timesteps[limit].step_type[0] == LAST and timesteps[limit].discount[0] == discount
+        assert timesteps[limit + 1].step_type[0] == FIRST
+
+
+def test_pong_observations_spec_and_defaults():
+    env = make_envpool_env("Pong-v5", num_envs=2, seed=0)
+    spec = env.observation_spec()
+    assert spec.shape == (4, 84, 84) and spec.dtype == np.uint8
+    assert env.action_spec().num_values == 6 and env.action_spec().dtype == np.int32
+    assert env.frames_per_step == 4 and env.max_episode_steps == 27000
+    config = env._pool.spec.config
+    assert (config.stack_num, config.frame_skip, config.noop_max, config.img_height, config.img_width) == (
+        4,
+        4,
+        30,
+        84,
+        84,
+    )
+    assert config.gray_scale and not config.episodic_life and not config.full_action_space
+    assert config.repeat_action_probability == 0.0 and not config.reward_clip  # Clipping is the learner's.
+    timesteps, returns, lengths = _run(env, np.random.default_rng(0).integers(0, 6, (30, 2)))
+    _check_stream(timesteps, returns, lengths)
+    for timestep in timesteps:
+        assert timestep.observation.shape == (2, 4, 84, 84) and timestep.observation.dtype == np.uint8
+        spec.validate(timestep.observation[1])
+
+
+def test_sticky_actions_set_repeat_action_probability():
+    def probability(**kwargs):
+        env = make_envpool_env("Pong-v5", 1, seed=0, **kwargs)
+        env.close()
+        return env._pool.spec.config.repeat_action_probability
+
+    assert probability() == 0.0
+    assert probability(sticky_actions=True) == pytest.approx(0.25)
+    assert probability(repeat_action_probability=0.1) == pytest.approx(0.1)  # envpool's own option passes through.
+    assert ATARI_DEFAULTS["sticky_actions"] is False
+    with pytest.raises(ValueError, match="not both"):
+        make_envpool_env("Pong-v5", 1, seed=0, sticky_actions=True, repeat_action_probability=0.25)
+    with pytest.raises(ValueError, match="Atari tasks only"):
+        make_envpool_env("CartPole-v1", 1, seed=0, sticky_actions=True)
+
+
+def test_reward_clip_in_the_learner_clips_while_episode_statistics_stay_unclipped_on_space_invaders():
+    """Space Invaders pays 5 to 30 points an alien, so random play soon earns rewards above 1.
+
+    The environment hands out the game's own rewards; the learner clips them
+    (`transitions(..., reward_clip)`, from `config.agent.reward_clip`) while the
+    episode statistics, computed from the same timesteps, report the real score.
+    """
+    actions = np.random.default_rng(0).integers(0, 6, (130, 1))
+    timesteps, returns, lengths = _run(make_envpool_env("SpaceInvaders-v5", 1, seed=2), actions)
+    raw_reward = np.stack([t.reward for t in timesteps])
+    assert raw_reward.max() > 1
+    _check_stream(timesteps, returns, lengths)  # Statistics of the unclipped rewards.
+    assert returns.max() > 1
+
+    stacked = jax.tree.map(lambda *xs: jnp.asarray(np.stack(xs)), *timesteps)
+    trajectory = Trajectory(timestep=stacked, action=jnp.asarray(actions, jnp.int32), extras={})
+    clipped = transitions(trajectory, 0.99, reward_clip=1.0).rewards
+    np.testing.assert_array_equal(clipped, np.clip(raw_reward[1:], -1, 1))
+    np.testing.assert_array_equal(transitions(trajectory, 0.99).rewards, raw_reward[1:])  # 0: no clipping.
+
+
+def test_reward_clip_is_not_an_environment_option():
+    assert "reward_clip" not in ATARI_DEFAULTS
+    for name in ("CartPole-v1", "Pong-v5"):
+        with pytest.raises(ValueError, match="config.agent.reward_clip"):
+            make_envpool_env(name, 1, seed=0, reward_clip=True)
+
+
+@pytest.mark.parametrize("name, num_actions", [("CartPole-v1", 2), ("Pong-v5", 6)])
+def test_same_seed_same_actions_same_observations(name, num_actions):
+    actions = np.random.default_rng(3).integers(0, num_actions, (40, 2))
+    first, _, _ = _run(make_envpool_env(name, 2, seed=7), actions)
+    second, _, _ = _run(make_envpool_env(name, 2, seed=7, num_threads=1), actions)
+    for a, b in zip(first, second, strict=True):
+        jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+def test_environment_i_is_seeded_seed_plus_i():
+    """Why pools for different actors need seeds num_envs apart."""
+    pair = make_envpool_env("CartPole-v1", 2, seed=0).reset().observation
+    single = make_envpool_env("CartPole-v1", 1, seed=1).reset().observation
+    np.testing.assert_array_equal(pair[1], single[0])
+    assert not np.array_equal(pair[0], pair[1])
+
+
+def test_task_names():
+    assert is_envpool_task("CartPole-v1") and is_envpool_task("Pong-v5")
+    assert not is_envpool_task("cartpole") and not is_envpool_task("Pong-v4")
+    assert is_atari_task("Breakout-v5") and not is_atari_task("CartPole-v1")
+    assert not is_atari_task("D1Basic-v1")  # ViZDoom also has frame_skip and stack_num.
+
+
+def test_bad_names_and_options_raise_value_errors():
+    with pytest.raises(ValueError, match=r"Unknown envpool task 'Pong-v4'.*Pong-v5.*list_all_envs"):
+        make_envpool_env("Pong-v4", 2, seed=0)
+    with pytest.raises(ValueError, match="unexpected keyword argument 'foo'"):
+        make_envpool_env("CartPole-v1", 2, seed=0, foo=1)
+    with pytest.raises(ValueError, match="frame_skip"):
+        make_envpool_env("CartPole-v1", 2, seed=0, frame_skip=4)  # An Atari option elsewhere.
+    with pytest.raises(ValueError, match="batch_size"):
+        make_envpool_env("CartPole-v1", 2, seed=0, batch_size=1)
+    with pytest.raises(ValueError, match="num_envs"):
+        make_envpool_env("CartPole-v1", 0, seed=0)
+
+
+def test_bad_actions_and_misuse_raise():
+    env = make_envpool_env("CartPole-v1", 2, seed=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros(2, np.int32))
+    env.reset()
+    for action in (np.zeros(3, np.int32), np.array([0, 2]), np.array([-1, 0]), np.array([0.0, 1.0])):
+        with pytest.raises(ValueError):
+            env.step(action)
+    assert env.step(np.array([0, 1], np.int64)).step_type.shape == (2,)
+    env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.reset()

@@ -1,0 +1,62 @@
+"""Actor-critic on Catch: K updates on 8 devices, each holding 1/8 of the environments, and on 1 device holding all.
+
+Prints a JSON summary; exits non-zero (an assertion) if the two differ beyond float rounding. Run with 8 forced
+CPU devices: `python -m tests.programs.eight_versus_one`.
+"""
+
+import json
+
+import jax
+import numpy as np
+
+from podracer import agents, envs
+from podracer.anakin.program import make_dispatch, make_init
+from podracer.topology import device_mesh
+from tests.helpers import load_config, replicas_identical
+
+
+def main():
+    assert jax.device_count() == 8, jax.devices()
+    # Plain SGD: Adam's per-parameter normalisation would blow float noise in near-zero gradients up to full steps.
+    config = load_config(
+        "anakin_catch",
+        {"optimizer.name": "sgd", "optimizer.learning_rate": 0.1},
+        num_envs=32,
+        unroll_length=10,
+        updates_per_dispatch=3,
+    )
+    env = envs.wrap_for_training(envs.make("catch"))
+    agent = agents.make(config, num_updates=3)
+
+    def run(devices):
+        mesh = device_mesh(devices)
+        state = make_init(env, agent, config.num_envs, mesh)(jax.random.key(7))
+        initial_params = jax.device_get(state.learner.params)
+        shards = {s.device for s in state.timestep.observation.addressable_shards}
+        assert len(shards) == len(devices), shards
+        assert state.timestep.observation.addressable_shards[0].data.shape[0] == config.num_envs // len(devices)
+        dispatch = make_dispatch(env, agent, config.unroll_length, config.updates_per_dispatch, mesh)
+        state, (metrics, completed) = dispatch(state)
+        params = state.learner.params
+        assert len(jax.tree.leaves(params)[0].sharding.device_set) == len(devices)
+        assert replicas_identical(params)
+        return initial_params, jax.device_get((params, state.timestep.observation, metrics, completed))
+
+    initial, (params8, obs8, metrics8, completed8) = run(jax.devices())
+    _, (params1, obs1, metrics1, completed1) = run(jax.devices()[:1])
+    np.testing.assert_array_equal(obs8, obs1)  # The same environment trajectories,
+    for a, b in zip(completed8, completed1, strict=True):  # hence the same finished episodes.
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(jax.tree.leaves(params8), jax.tree.leaves(params1), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert set(metrics8) == set(metrics1)
+    for name in metrics1:
+        np.testing.assert_allclose(metrics8[name], metrics1[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    changed = max(
+        float(np.abs(a - b).max()) for a, b in zip(jax.tree.leaves(params8), jax.tree.leaves(initial), strict=True)
+    )
+    print(json.dumps({"episodes": float(np.sum(completed8.episodes)), "changed": changed}))
+
+
+if __name__ == "__main__":
+    main()

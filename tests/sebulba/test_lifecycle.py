@@ -1,0 +1,82 @@
+"""Sebulba never hangs: failures in any thread, stalls and signals all end the run cleanly.
+
+Each case runs `podracer train` in its own interpreter
+(`tests/programs/faulty_run.py`), with a fault injected by wrapping a real
+function before the run starts. The subprocess timeout is the hang detector.
+"""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.helpers import ROOT, run_module, subprocess_env
+
+CONFIG = "configs/sebulba_cartpole_impala.py"
+
+
+@pytest.mark.parametrize(
+    "module, attribute, fail_on_call, thread",
+    [
+        ("podracer.sebulba.actor", "assemble_trajectory", 3, "actor-"),  # The actor thread's own code.
+        ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-"),  # An environment, inside an actor.
+        ("podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner"),  # The learner thread.
+    ],
+    ids=["actor", "environment", "learner"],
+)
+def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(tmp_path, module, attribute, fail_on_call, thread):
+    result = run_module("faulty_run", module, attribute, str(fail_on_call), "raise", str(tmp_path), timeout=120)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert f"injected failure in {attribute}" in result.stderr
+    assert f"Sebulba thread '{thread}" in result.stderr and "Traceback" in result.stderr
+    assert (tmp_path / "metrics.jsonl").exists()  # Logs were flushed and closed.
+
+
+def test_a_stalled_wait_times_out_naming_what_it_waited_for(tmp_path):
+    # From the 20th call on, every environment step takes 3 s; every wait gives up after 1 s.
+    result = run_module(
+        "faulty_run",
+        *("podracer.envs.envpool_env", "EnvpoolEnvironment.step", "20", "stall", str(tmp_path)),
+        "--config.stall_timeout_seconds=1",
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "TimeoutError: waited more than 1 s for a rollout from actor thread 0" in result.stderr
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_run_cleanly(tmp_path, signal_number):
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "podracer.cli",
+            "train",
+            "--config",
+            CONFIG,
+            "--config.total_steps=100000000",
+            "--config.log_every_updates=2",
+            "--workdir",
+            str(tmp_path),
+            "--noprogress",
+        ],
+        cwd=ROOT,
+        env=subprocess_env(num_devices=1),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1][-2000:]
+        time.sleep(0.2)
+    process.send_signal(signal_number)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal_number, stderr[-2000:]
+    assert f"stopped by {signal.Signals(signal_number).name}" in stderr
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert len(records) >= 2 and records[-1]["step"] > records[0]["step"]

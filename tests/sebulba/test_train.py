@@ -1,0 +1,115 @@
+"""Sebulba end to end: device splits, where data lands, parameter versions, determinism, learning.
+
+Runs that need a particular number of devices start their own interpreter with
+forced CPU devices (`tests/programs/instrumented_sebulba_run.py`); the rest run
+in the test process, which has two.
+"""
+
+import hashlib
+import json
+import time
+
+import jax
+import numpy as np
+import pytest
+
+import podracer
+from podracer.envs import EnvpoolEnvironment
+from tests.helpers import last_json_line, load_config, run_module, small_sebulba_cartpole
+
+
+def params_digest(result) -> str:
+    leaves = jax.tree.leaves(result.learner_state.params)
+    return hashlib.sha256(b"".join(np.asarray(leaf).tobytes() for leaf in leaves)).hexdigest()
+
+
+def instrumented_run(devices: int, **overrides) -> dict:
+    result = run_module("instrumented_sebulba_run", json.dumps(overrides), num_devices=devices, timeout=240)
+    assert result.returncode == 0, result.stderr
+    return last_json_line(result.stdout)
+
+
+def test_one_actor_three_learners_shards_land_on_the_learners_and_actors_get_every_new_version():
+    run = instrumented_run(4, actor_device_ids=[0], learner_device_ids=[1, 2, 3], policy_lag=0, learner_minibatches=2)
+    # Every actor thread's batch of 6 environments is split 2 + 2 + 2 over learner devices 1, 2, 3.
+    assert run["shards"] and all(sorted(s) == [[1, 0, 2], [2, 2, 4], [3, 4, 6]] for s in run["shards"])
+    assert run["params_devices"] == [1, 2, 3]
+    # Versions 0 (initial) to 3 are published; with lag 0 each actor's rollout k uses version k, on its device.
+    assert sorted(int(v) for v in run["published"]) == [0, 1, 2, 3]
+    for thread_requests in (run["received"][0::2], run["received"][1::2]):
+        assert sorted(r[0] for r in thread_requests) == [0, 1, 2]
+    for version, device, param_devices, checksum in run["received"]:
+        assert device == 0 and param_devices == [0]
+        assert checksum == run["published"][str(version)]
+    assert [r["policy_lag"] for r in run["records"]] == [0.0, 0.0, 0.0]
+
+
+def test_actor_and_learner_share_the_only_device():
+    run = instrumented_run(1, policy_lag=1)
+    assert run["params_devices"] == [0]
+    assert all(s == [[0, None, None]] for s in run["shards"])  # The whole batch on device 0.
+    # Lag 1: rollout k acts with version k - 1 (rollout 0 with the initial parameters).
+    assert [r["policy_lag"] for r in run["records"]] == [0.0, 1.0, 1.0]
+    assert all(np.isfinite(r["loss"]) for r in run["records"])
+
+
+@pytest.mark.parametrize("policy_lag", [0, 1])
+def test_fixed_lag_and_seed_give_bitwise_identical_parameters_whatever_the_thread_timing(monkeypatch, policy_lag):
+    config = small_sebulba_cartpole(policy_lag=policy_lag, total_steps=8 * 6 * 2 * 5)
+    first = podracer.train(config)
+
+    # Second run: random sleeps in every actor's environment steps reshuffle the thread timing.
+    real_step, rng = EnvpoolEnvironment.step, np.random.default_rng()
+
+    def slow_step(self, action):
+        if rng.random() < 0.3:
+            time.sleep(rng.random() * 0.01)
+        return real_step(self, action)
+
+    monkeypatch.setattr(EnvpoolEnvironment, "step", slow_step)
+    second = podracer.train(config)
+    assert params_digest(first) == params_digest(second)
+    third = podracer.train(small_sebulba_cartpole(policy_lag=policy_lag, total_steps=8 * 6 * 2 * 5, seed=1))
+    assert params_digest(third) != params_digest(first)
+
+
+def test_telemetry_fields():
+    result = podracer.train(small_sebulba_cartpole())
+    history = result.history
+    record = history[-1]
+    for field in (
+        "step",
+        "steps_per_second",
+        "frames_per_second",
+        "actor_env_share",
+        "actor_inference_share",
+        "actor_wait_share",
+        "learner_share",
+        "learner_wait_share",
+        "policy_lag",
+        "queue_depth",
+        "mean_episode_return",
+        "loss",
+        "mean_rho",
+    ):
+        assert field in record, field
+    assert record["step"] == result.steps == 8 * 6 * 2 * 3
+    assert 0.0 <= record["queue_depth"] <= 2.0
+    # Shares of the window's wall time (approximate: a rollout may have started before the window did).
+    for share in ("actor_env_share", "actor_inference_share", "learner_share"):
+        assert 0.0 < record[share] < 3.0, (share, record[share])
+
+
+def test_pong_impala_runs_a_few_updates():
+    config = load_config("sebulba_pong_impala", envs_per_thread=2, total_steps=20 * 2 * 2 * 2, log_every_updates=1)
+    history = podracer.train(config).history
+    assert [r["step"] for r in history] == [80, 160]
+    assert all(np.isfinite(r["loss"]) for r in history)
+    assert history[-1]["frames_per_second"] == 4 * history[-1]["steps_per_second"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sebulba_cartpole_impala", "sebulba_cartpole_ppo"])
+def test_learns_envpool_cartpole(name):
+    history = podracer.train(load_config(name)).history
+    assert history[-1]["mean_episode_return"] >= 475, [round(r["mean_episode_return"]) for r in history]

@@ -1,0 +1,135 @@
+"""Config files: loading with overrides, and static validation that rejects values that cannot be meant."""
+
+import json
+
+import pytest
+from ml_collections import ConfigDict
+
+import podracer
+from podracer import config as config_lib
+from tests.helpers import ROOT, last_json_line, load_config, run_module
+
+CATCH = f"{ROOT}/configs/anakin_catch.py"
+CARTPOLE_IMPALA = f"{ROOT}/configs/sebulba_cartpole_impala.py"
+
+
+def test_overrides_given_as_text_are_read_as_each_fields_type():
+    config = config_lib.load(
+        CATCH,
+        {
+            "num_envs": "32",
+            "total_steps": "1e5",
+            "optimizer.learning_rate": "0.01",
+            "network.shared_torso": "false",
+            "network.hidden_sizes": "(32,)",
+            "env.name": "cartpole",
+            "seed": 7,
+        },
+    )
+    assert config.num_envs == 32 and config.total_steps == 100_000 and config.seed == 7
+    assert config.optimizer.learning_rate == 0.01 and config.network.shared_torso is False
+    assert config.network.hidden_sizes == (32,) and config.env.name == "cartpole"
+
+
+def test_environment_options_are_open_other_groups_are_locked():
+    config = config_lib.load(CARTPOLE_IMPALA, {"env.kwargs.num_threads": "2", "env.kwargs.max_episode_steps": "200"})
+    assert dict(config.env.kwargs) == {"num_threads": 2, "max_episode_steps": 200}
+    config.env.kwargs.reward_threshold = 100.0  # An environment's options are the user's.
+    with pytest.raises(AttributeError):
+        config.num_envz = 3  # A typo in Python is caught too.
+
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        ({"num_envz": "8"}, ["config.num_envz", "no such field", "num_envs"]),
+        ({"network.hidden": "3"}, ["config.network.hidden", "no such field", "hidden_sizes"]),
+        ({"agent.gamma.x": "3"}, ["config.agent.gamma.x", "no such field"]),
+        ({"num_envs": "many"}, ["config.num_envs", "'many'", "whole number"]),
+        ({"num_envs": "6.5"}, ["config.num_envs", "'6.5'", "whole number"]),
+        ({"network.hidden_sizes": "64"}, ["config.network.hidden_sizes", "tuple", "(0, 1)"]),
+        ({"network.hidden_sizes": "(64"}, ["config.network.hidden_sizes", "tuple"]),
+        ({"network.shared_torso": "maybe"}, ["config.network.shared_torso", "True or False"]),
+        ({"optimizer.learning_rate": "fast"}, ["config.optimizer.learning_rate", "a number"]),
+        ({"network": "mlp"}, ["config.network", "group of fields"]),
+    ],
+)
+def test_an_override_that_cannot_apply_is_a_config_error_naming_the_field(overrides, words):
+    with pytest.raises(podracer.ConfigError) as error:
+        config_lib.load(CATCH, overrides)
+    for word in words:
+        assert word in str(error.value)
+
+
+def test_a_missing_file_or_one_without_get_config_is_reported(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config file"):
+        config_lib.load(str(tmp_path / "nope.py"))
+    (tmp_path / "empty.py").write_text("X = 1\n")
+    with pytest.raises(ValueError, match="defines no get_config"):
+        config_lib.load(str(tmp_path / "empty.py"))
+
+
+# Values that cannot be meant, each with the words its error must contain. All are caught by the static checks.
+IMPOSSIBLE = [
+    (CATCH, {"agent.gamma": 1.5}, ["config.agent.gamma", "<= 1", "0.99"]),
+    (CATCH, {"agent.gamma": -0.1}, ["config.agent.gamma", ">= 0"]),
+    (CATCH, {"agent.td_lambda": 2.0}, ["config.agent.td_lambda", "<= 1"]),
+    (CATCH, {"agent.entropy_cost": -0.01}, ["config.agent.entropy_cost", ">= 0"]),
+    (CATCH, {"agent.reward_clip": -1.0}, ["config.agent.reward_clip", ">= 0"]),
+    (CATCH, {"optimizer.learning_rate": 0.0}, ["config.optimizer.learning_rate", "> 0"]),
+    (CATCH, {"optimizer.learning_rate": -3e-4}, ["config.optimizer.learning_rate", "> 0"]),
+    (CATCH, {"optimizer.max_grad_norm": 0.0}, ["config.optimizer.max_grad_norm", "> 0"]),
+    (CATCH, {"optimizer.name": "adagrad"}, ["config.optimizer.name", "'adagrad'", "adam"]),
+    (CATCH, {"network.hidden_sizes": ()}, ["config.network.hidden_sizes", "non-empty"]),
+    (CATCH, {"network.hidden_sizes": (64, 0)}, ["config.network.hidden_sizes", ">= 1"]),
+    (CATCH, {"network.activation": "gelu"}, ["config.network.activation", "tanh"]),
+    (CATCH, {"network.torso": "vit"}, ["config.network.torso", "impala_resnet"]),
+    (CATCH, {"num_envs": 0}, ["config.num_envs", ">= 1"]),
+    (CATCH, {"num_devices": -1}, ["config.num_devices", ">= 0"]),
+    (CATCH, {"unroll_length": 0}, ["config.unroll_length", ">= 1"]),
+    (CATCH, {"updates_per_dispatch": 0}, ["config.updates_per_dispatch", ">= 1"]),
+    (CATCH, {"total_steps": 0}, ["config.total_steps", ">= 1"]),
+    (CATCH, {"replicas": 0}, ["config.replicas", ">= 1"]),
+    (CATCH, {"cpu_threads": -1}, ["config.cpu_threads", ">= 0"]),
+    (CATCH, {"env.name": "pong"}, ["config.env.name", "'pong'", "catch"]),
+    (CATCH, {"agent.name": "dqn"}, ["config.agent.name", "'dqn'", "ppo"]),
+    (CATCH, {"architecture": "podracer"}, ["config.architecture", "sebulba"]),
+    (f"{ROOT}/configs/anakin_cartpole_ppo.py", {"agent.num_epochs": 0}, ["config.agent.num_epochs", ">= 1"]),
+    (f"{ROOT}/configs/anakin_cartpole_ppo.py", {"agent.clip_epsilon": 0.0}, ["config.agent.clip_epsilon", "> 0"]),
+    (CARTPOLE_IMPALA, {"agent.clip_rho_threshold": 0.0}, ["config.agent.clip_rho_threshold", "> 0"]),
+    (CARTPOLE_IMPALA, {"policy_lag": 2}, ["config.policy_lag", "0 or 1"]),
+    (CARTPOLE_IMPALA, {"actor_device_ids": ()}, ["config.actor_device_ids", "non-empty"]),
+    (CARTPOLE_IMPALA, {"actor_device_ids": (0, 0)}, ["config.actor_device_ids", "repeats"]),
+    (CARTPOLE_IMPALA, {"learner_device_ids": (-1,)}, ["config.learner_device_ids", ">= 0"]),
+    (CARTPOLE_IMPALA, {"envs_per_thread": 0}, ["config.envs_per_thread", ">= 1"]),
+    (CARTPOLE_IMPALA, {"stall_timeout_seconds": 0.0}, ["config.stall_timeout_seconds", "> 0"]),
+    (CARTPOLE_IMPALA, {"env.name": "catch"}, ["config.env.name", "not a registered host environment", "Pong-v5"]),
+]
+
+
+@pytest.mark.parametrize("path, overrides, words", IMPOSSIBLE)
+def test_static_validation_rejects_values_that_cannot_be_meant(path, overrides, words):
+    config = config_lib.load(path, overrides)
+    with pytest.raises(podracer.ConfigError) as error:
+        config_lib.validate(config)
+    message = str(error.value)
+    for word in words:
+        assert word in message, message
+    assert message.count(";") >= 1  # "config.FIELD: the problem; the fix".
+
+
+def test_static_validation_touches_no_device():
+    result = run_module("validate_without_devices", CATCH, json.dumps({"agent.gamma": 1.5}))
+    assert result.returncode == 0, result.stderr
+    assert last_json_line(result.stdout) == {
+        "error": "config.agent.gamma: must be a number >= 0 and <= 1, got 1.5; set e.g. --config.agent.gamma=0.99",
+        "backends_started": False,
+    }
+
+
+def test_an_agent_passed_in_is_not_checked_against_config_agent():
+    config = load_config("anakin_catch")
+    config.agent = ConfigDict({"name": "my_own_agent", "temperature": 2.0})  # Read by the user's agent, not ours.
+    with pytest.raises(podracer.ConfigError, match="config.agent.name"):
+        config_lib.validate(config)
+    config_lib.validate(config, agent_from_config=False)

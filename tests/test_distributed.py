@@ -1,0 +1,94 @@
+"""Replicas across processes: a pod of local processes joined by `jax.distributed` with gloo collectives.
+
+Each test starts 2 processes x 2 forced CPU devices on loopback, as
+`scripts/launch_local.py` does (running `tests/programs/train_in_pod.py`); the
+final parameters must be bitwise identical in every process, and losing a
+process must end the others, never hang them.
+"""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.helpers import ROOT, start_pod
+
+CASES = {
+    "anakin": ("anakin_catch", {"num_envs": 32, "total_steps": 32 * 16 * 20 * 2}),
+    "sebulba": (
+        "sebulba_cartpole_impala",
+        {
+            "envs_per_thread": 4,
+            "unroll_length": 8,
+            "total_steps": 8 * 4 * 2 * 2 * 4,
+            "log_every_updates": 2,
+            "actor_device_ids": (0,),
+            "learner_device_ids": (1,),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("architecture", sorted(CASES))
+def test_two_processes_train_to_bitwise_identical_parameters(tmp_path, architecture):
+    name, overrides = CASES[architecture]
+    pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), str(tmp_path)))
+    outputs = [process.communicate(timeout=300) for process in pod]
+    for process, (_, stderr) in zip(pod, outputs, strict=True):
+        assert process.returncode == 0, stderr[-3000:]
+    results = [json.loads(stdout.strip().splitlines()[-1]) for stdout, _ in outputs]
+    assert sorted(r["process"] for r in results) == [0, 1]
+    assert all(r["devices"] == 4 for r in results)
+    assert results[0]["digest"] == results[1]["digest"]
+    assert results[0]["steps"] == results[1]["steps"] == overrides["total_steps"]
+    # Only process 0 writes logs: one record per log step, for the whole job.
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["step"] == overrides["total_steps"] and records[-1]["steps_per_second"] > 0
+
+
+def test_launch_local_reports_the_job_once(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "scripts/launch_local.py",
+            "--processes",
+            "2",
+            "--devices-per-process",
+            "2",
+            "--",
+            "--config",
+            "configs/anakin_catch.py",
+            "--config.num_envs=32",
+            "--config.total_steps=20480",
+            "--noprogress",
+            "--workdir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    done = [line for line in result.stdout.splitlines() if "done:" in line]
+    assert len(done) == 1 and done[0].startswith("[0] ") and "on 4 devices in 2 processes" in done[0]
+    assert "steps/s" in done[0]
+
+
+def test_losing_a_process_ends_the_others_with_an_error():
+    name, overrides = CASES["anakin"]
+    overrides = dict(overrides, total_steps=10**9)
+    pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), ""))
+    time.sleep(8)  # Let both join the job (they then compile and train).
+    assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
+    pod[1].send_signal(signal.SIGKILL)
+    try:
+        _, stderr = pod[0].communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        pod[0].kill()
+        pytest.fail("process 0 kept running after process 1 died")
+    assert pod[0].returncode != 0, stderr[-2000:]
+    assert "stopped sending heartbeats" in stderr  # JAX's coordination service names the lost process.
