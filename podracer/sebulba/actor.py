@@ -40,18 +40,19 @@ class Rollout(NamedTuple):
 
 
 def make_act_step(agent: Agent) -> Callable:
-    """`act_step(params, observation, rollout_key, t) -> (action, extras)`, jitted: one inference step.
+    """`act_step(params, observation, key) -> (action, extras, next_key)`, jitted: one inference step.
 
-    Step t of a rollout acts with one key per environment, all derived from the
-    rollout's key, so what an actor draws depends only on the seed, the thread
-    and the rollout and step indices.
+    The step acts with one key per environment split from `key`, and hands back
+    the key for the next step, so the thread's key stays on its actor device and
+    what an actor draws depends only on the seed, the thread and the step.
     """
 
     @jax.jit
-    def act_step(params: Any, observation: Any, rollout_key: chex.PRNGKey, t: chex.Array):
+    def act_step(params: Any, observation: Any, key: chex.PRNGKey):
+        key, step_key = jax.random.split(key)
         batch_size = jax.tree.leaves(observation)[0].shape[0]
-        keys = jax.random.split(jax.random.fold_in(rollout_key, t), batch_size)
-        return agent.act(params, observation, keys)
+        action, extras = agent.act(params, observation, jax.random.split(step_key, batch_size))
+        return action, extras, key
 
     return act_step
 
@@ -106,6 +107,7 @@ def run_actor(
     num_rollouts: int,
 ) -> None:
     """The body of one actor thread; `env` was created on the main thread and is used only here."""
+    key = jax.device_put(key, device)
     host_timestep = env.reset()
     episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
     observation = jax.device_put(host_timestep.observation, device)
@@ -115,24 +117,21 @@ def run_actor(
         start = time.perf_counter()
         params = control.wait(lambda t: parameters.get(version, device, t), f"parameters version {version}")
         wait_seconds += time.perf_counter() - start
-        rollout_key = jax.device_put(jax.random.fold_in(key, index), device)
 
         observations, actions, extras, host_timesteps = [observation], [], [], [host_timestep]
+        returns, lengths = [], []  # The running episodes' statistics after each step.
         env_seconds = inference_seconds = 0.0
-        completed = Completed(0.0, 0.0, 0.0)
-        for t in range(unroll_length):
+        for _ in range(unroll_length):
             if control.stop.is_set():
                 raise Stopped
             start = time.perf_counter()
-            action, step_extras = act_step(params, observation, rollout_key, t)
+            action, step_extras, key = act_step(params, observation, key)
             host_action = np.asarray(action)
             inference_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
             host_timestep = env.step(host_action)
             episode_return, episode_length = episodes.update(episode_return, episode_length, host_timestep, xp=np)
-            finished = episodes.completed(host_timestep, episode_return, episode_length, xp=np)
-            completed = Completed(*(a + b for a, b in zip(completed, finished, strict=True)))
             env_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
@@ -142,11 +141,17 @@ def run_actor(
             actions.append(action)
             extras.append(step_extras)
             host_timesteps.append(host_timestep)
+            returns.append(episode_return)
+            lengths.append(episode_length)
 
-        scalars = [
+        step_type, reward, discount = (
             np.stack([getattr(ts, name) for ts in host_timesteps]) for name in ("step_type", "reward", "discount")
-        ]
-        trajectory = assemble_trajectory(observations, actions, extras, *jax.device_put(scalars, device))
+        )
+        arrived = TimeStep(step_type[1:], reward[1:], discount[1:], observation=None)  # The steps this rollout took.
+        completed = episodes.completed(arrived, np.stack(returns), np.stack(lengths), xp=np)
+        trajectory = assemble_trajectory(
+            observations, actions, extras, *jax.device_put((step_type, reward, discount), device)
+        )
         rollout = Rollout(
             trajectory=send_to_learners(trajectory, learner_sharding),
             params_version=version,
