@@ -11,8 +11,9 @@ a device, and afterwards `jax.devices()` lists the devices of every process:
 - Without it, JAX detects the cluster itself: Cloud TPU VMs (every worker of a
   slice), SLURM and other environments it knows.
 
-A process that dies stops sending heartbeats; the others then fail within
-`HEARTBEAT_TIMEOUT_SECONDS` instead of waiting forever in a collective.
+A process that dies stops sending heartbeats; the others then fail within the
+heartbeat timeout (20 s, or `PODRACER_HEARTBEAT_TIMEOUT_SECONDS`) instead of
+waiting forever in a collective.
 """
 
 import os
@@ -25,6 +26,7 @@ from podracer.errors import ConfigError
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
+HEARTBEAT_TIMEOUT_ENV = "PODRACER_HEARTBEAT_TIMEOUT_SECONDS"
 HEARTBEAT_TIMEOUT_SECONDS = 20
 INITIALIZATION_TIMEOUT_SECONDS = 120
 
@@ -50,6 +52,7 @@ def initialize(replicas: int) -> None:
     if replicas == 1 or jax.distributed.is_initialized():
         return
     coordinator = os.environ.get(COORDINATOR_ENV)
+    heartbeat_timeout = int(os.environ.get(HEARTBEAT_TIMEOUT_ENV, HEARTBEAT_TIMEOUT_SECONDS))
     if coordinator:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
         jax.distributed.initialize(
@@ -57,13 +60,13 @@ def initialize(replicas: int) -> None:
             num_processes=replicas,
             process_id=int(os.environ[PROCESS_ID_ENV]),
             initialization_timeout=INITIALIZATION_TIMEOUT_SECONDS,
-            heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_SECONDS,
+            heartbeat_timeout_seconds=heartbeat_timeout,
         )
     else:
         try:
             jax.distributed.initialize(
                 initialization_timeout=INITIALIZATION_TIMEOUT_SECONDS,
-                heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_SECONDS,
+                heartbeat_timeout_seconds=heartbeat_timeout,
             )
         except (ValueError, RuntimeError) as error:  # No cluster JAX knows about, or JAX already started alone.
             raise ConfigError(

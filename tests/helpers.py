@@ -82,15 +82,20 @@ def last_json_line(stdout: str) -> Any:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def start_pod(name: str, processes: int, devices_per_process: int, args=()) -> list[subprocess.Popen]:
-    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see scripts/launch_local.py)."""
+def start_pod(
+    name: str, processes: int, devices_per_process: int, args=(), env: Mapping[str, str] | None = None
+) -> list[subprocess.Popen]:
+    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see scripts/launch_local.py).
+
+    `env` adds environment variables to every process's.
+    """
     launch_local = _launch_local()
     address = f"127.0.0.1:{launch_local.free_port()}"
     return [
         subprocess.Popen(
             [sys.executable, "-m", f"tests.programs.{name}", *args],
             cwd=ROOT,
-            env=launch_local.process_env(index, devices_per_process, address),
+            env={**launch_local.process_env(index, devices_per_process, address), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

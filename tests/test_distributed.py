@@ -78,12 +78,16 @@ def test_launch_local_reports_the_job_once(tmp_path):
     assert "steps/s" in done[0]
 
 
-def test_losing_a_process_ends_the_others_with_an_error():
+def test_losing_a_process_ends_the_others_with_an_error(tmp_path):
     name, overrides = CASES["anakin"]
     overrides = dict(overrides, total_steps=10**9)
-    pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), ""))
-    time.sleep(8)  # Let both join the job (they then compile and train).
-    assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
+    heartbeat = {"PODRACER_HEARTBEAT_TIMEOUT_SECONDS": "5"}
+    pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), str(tmp_path)), env=heartbeat)
+    metrics, deadline = tmp_path / "metrics.jsonl", time.monotonic() + 120
+    while not (metrics.exists() and metrics.read_text()):  # Both processes joined the job and train.
+        assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
+        assert time.monotonic() < deadline, "no log record within 120 s"
+        time.sleep(0.2)
     pod[1].send_signal(signal.SIGKILL)
     try:
         _, stderr = pod[0].communicate(timeout=120)
