@@ -52,6 +52,11 @@ def devices(config: ConfigDict) -> list[jax.Device]:
     return chosen
 
 
+def steps_per_dispatch(config: ConfigDict) -> int:
+    """Environment steps in one dispatch of K updates, over every device."""
+    return config.unroll_length * config.num_envs * config.updates_per_dispatch
+
+
 def num_dispatches(config: ConfigDict) -> int:
     """Dispatches of K updates that cover `total_steps` (the last one may overshoot)."""
-    return math.ceil(config.total_steps / (config.unroll_length * config.num_envs * config.updates_per_dispatch))
+    return math.ceil(config.total_steps / steps_per_dispatch(config))

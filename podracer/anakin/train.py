@@ -46,7 +46,7 @@ def train(
     num_dispatches = settings.num_dispatches(config)
     if agent is None:
         agent = agents.make(config, num_updates=num_dispatches * config.updates_per_dispatch)
-    steps_per_dispatch = config.unroll_length * config.num_envs * config.updates_per_dispatch
+    steps_per_dispatch = settings.steps_per_dispatch(config)
 
     compile_start = time.perf_counter()
     init = make_init(training_env, agent, config.num_envs, mesh)

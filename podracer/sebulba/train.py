@@ -126,11 +126,12 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         observation_spec, action_spec = host_envs[0].observation_spec(), host_envs[0].action_spec()
         init = jax.jit(lambda key: agent.init(key, observation_spec, action_spec), out_shardings=replicated)
         params_key, actor_key, learner_key = jax.random.split(jax.random.key(config.seed), 3)
-        learner_key = jax.jit(lambda key: key, out_shardings=replicated)(learner_key)  # Global, every process.
         abstract_state = init.eval_shape(params_key)
         trajectory = _abstract_trajectory(agent, abstract_state, host_envs[0], config.unroll_length, learner_mesh)
+        key = jax.ShapeDtypeStruct(learner_key.shape, learner_key.dtype, sharding=replicated)
         update = make_learner_update(agent, learner_mesh, config.learner_minibatches)
-        lowered = update.lower(abstract_state, [trajectory] * num_threads, learner_key)  # The agent's errors come here.
+        lowered = update.lower(abstract_state, [trajectory] * num_threads, key)  # The agent's errors come here.
+        learner_key = jax.jit(lambda key: key, out_shardings=replicated)(learner_key)  # Global, in every process.
         state = init(params_key)
         update = lowered.compile()
         compile_seconds = time.perf_counter() - compile_start
