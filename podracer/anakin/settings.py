@@ -11,7 +11,9 @@ from podracer.topology import anakin_devices
 
 
 def add_defaults(config: ConfigDict) -> None:
-    config.env = ConfigDict({"name": "catch", "kwargs": ConfigDict()})  # A name from podracer.envs.names().
+    config.env = ConfigDict(
+        {"name": "catch", "kwargs": ConfigDict()}
+    )  # podracer.envs.names(), or SUITE:TASK (gymnax:, brax:).
     config.num_devices = 0  # How many devices to replicate over; 0 means all of them.
     config.num_envs = 64  # Environments in total, split evenly over the devices.
     config.unroll_length = 16  # T: environment steps per update.
@@ -24,7 +26,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "num_envs", at_least=1, example=64)
     field_checks.integer(config, "updates_per_dispatch", at_least=1, example=10)
     if env_from_config:
-        field_checks.choice(config, "env.name", envs.names())
+        envs.check(config.env.name, host=False)
 
 
 def devices(config: ConfigDict) -> list[jax.Device]:

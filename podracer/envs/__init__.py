@@ -8,7 +8,7 @@ from podracer.envs.dm_env_adapter import DmEnvAdapter
 from podracer.envs.envpool_env import EnvpoolEnvironment, make_envpool_env
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import HostEnvFactory, HostEnvironment
-from podracer.envs.registry import host_factory, is_host_env, make, names, register
+from podracer.envs.registry import SUITES, check, host_factory, make, names, register
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep, from_flags, restart, transition
 from podracer.envs.wrappers import AutoReset, EpisodeStatistics, wrap_for_training
 
@@ -23,6 +23,7 @@ __all__ = [
     "Environment",
     "EnvpoolEnvironment",
     "EpisodeStatistics",
+    "SUITES",
     "FourRooms",
     "HostEnvFactory",
     "HostEnvironment",
@@ -31,7 +32,7 @@ __all__ = [
     "episodes",
     "from_flags",
     "host_factory",
-    "is_host_env",
+    "check",
     "make",
     "make_envpool_env",
     "names",

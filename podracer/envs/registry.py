@@ -1,21 +1,30 @@
-"""Environments by name, for config files and the command line: the built-ins, envpool's tasks and your own.
+"""Environments by name, for config files and the command line: the built-ins, the suites you already use, your own.
 
-Two kinds of names:
+Three kinds of names:
 
 - pure-JAX environments for Anakin: `make("catch", rows=10)` calls the factory
   registered under the name with the config's `env.kwargs`;
 - host environments for Sebulba: `host_factory("Pong-v5")` returns
   `make(num_envs, seed, **kwargs)`, which builds one batch per actor thread. A
-  name registered with `host=True` wins; any other name is looked up among
-  envpool's task ids.
+  name registered with `host=True` wins; any other bare name is looked up among
+  envpool's task ids;
+- `SUITE:TASK` names an environment of an existing suite through its adapter:
+  `gymnax:Breakout-MinAtar` and `brax:inverted_pendulum` for Anakin,
+  `gymnasium:CartPole-v1` (any Gymnasium id, your own included) for Sebulba.
+  A suite is an optional extra, imported only when a name uses it.
 
 `register` adds a name of either kind, so an environment written in a notebook
 or in your own module can be named in a config file (`config.env.name`) once
 the module that registers it is imported (a config file can import it).
+`check(name, host=...)` is the static validation of `config.env.name`.
 """
 
+import dataclasses
+import difflib
 import functools
+import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from podracer.envs import envpool_env
@@ -24,6 +33,29 @@ from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import HostEnvironment
+from podracer.errors import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """An environment suite behind a `SUITE:` prefix.
+
+    `adapter` is the podracer module that wraps it; it defines `is_task(task)`,
+    `task_names()` (for hints) and `make(task, **kwargs)` (pure JAX) or
+    `make(task, num_envs, seed, **kwargs)` (host). Importing it imports the suite, so a missing extra shows
+    as a `ModuleNotFoundError` naming `package`.
+    """
+
+    adapter: str
+    package: str  # The suite's top-level import name, and the pip extra that installs it.
+    host: bool
+
+
+SUITES = {
+    "gymnax": Suite("podracer.envs.gymnax_env", "gymnax", host=False),
+    "brax": Suite("podracer.envs.brax_env", "brax", host=False),
+    "gymnasium": Suite("podracer.envs.gymnasium_env", "gymnasium", host=True),
+}
 
 _JAX: dict[str, Callable[..., Environment]] = {
     "cartpole": CartPole,
@@ -40,32 +72,111 @@ def register(name: str, factory: Callable[..., Any], *, host: bool = False) -> N
     Pure-JAX (the default): `factory(**env.kwargs)` returns an `Environment`.
     With `host=True`: `factory(num_envs, seed, **env.kwargs)` returns a
     `HostEnvironment` batch for Sebulba. Registering a name again replaces it
-    (a notebook cell may run twice).
+    (a notebook cell may run twice). Names may not contain ':', which marks a suite.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"An environment name must be a non-empty string, got {name!r}.")
+    if not isinstance(name, str) or not name or ":" in name:
+        raise ValueError(f"An environment name must be a non-empty string without ':', got {name!r}.")
     if not callable(factory):
         raise TypeError(f"The factory registered as {name!r} must be callable, got {factory!r}.")
     (_HOST if host else _JAX)[name] = factory
 
 
 def names() -> list[str]:
-    """The pure-JAX environment names `make` accepts."""
+    """The registered pure-JAX environment names (suite tasks are named `SUITE:TASK` besides these)."""
     return sorted(_JAX)
 
 
+def check(name: Any, *, host: bool) -> None:
+    """Raises `ConfigError` on `env.name` unless `name` builds an environment of the kind asked for.
+
+    Imports the suite a `SUITE:TASK` name uses (which must be installed) to
+    look the task up; builds nothing.
+    """
+    architecture = "sebulba" if host else "anakin"
+    if not isinstance(name, str) or not name:
+        raise ConfigError("env.name", f"must be a non-empty string, got {name!r}", "name an environment")
+    prefix, task = split_suite(name)
+    if prefix:
+        suite = _suite(prefix)
+        if suite.host != host:
+            runs_on = "sebulba" if suite.host else "anakin"
+            raise ConfigError(
+                "env.name",
+                f"{prefix} environments run under {runs_on}, not {architecture}",
+                f"set --config.architecture={runs_on}, or choose a {architecture} environment",
+            )
+        adapter = _adapter(prefix)
+        if not adapter.is_task(task):
+            hint = _close_matches(task, adapter.task_names(), prefix)
+            raise ConfigError("env.name", f"{prefix} has no environment {task!r}", hint)
+    elif host and not (name in _HOST or envpool_env.is_envpool_task(name)):
+        raise ConfigError(
+            "env.name",
+            f"{name!r} is not a registered host environment or an envpool task",
+            "use an envpool id such as CartPole-v1, Pong-v5 or HalfCheetah-v4 (envpool.list_all_envs()), "
+            "a Gymnasium id as gymnasium:ID, or register your own with podracer.envs.register(name, factory, host=True)",
+        )
+    elif not host and name not in _JAX:
+        raise ConfigError(
+            "env.name",
+            f"unknown environment {name!r}",
+            f"choose one of {names()}, a suite's task such as gymnax:Breakout-MinAtar or brax:inverted_pendulum, "
+            "or register your own with podracer.envs.register(name, factory)",
+        )
+
+
 def make(name: str, **kwargs: Any) -> Environment:
-    """Builds the pure-JAX environment registered under `name` with its keyword arguments."""
-    if name not in _JAX:
-        raise ValueError(f"Unknown environment {name!r}; choose one of {names()}.")
-    return _JAX[name](**kwargs)
-
-
-def is_host_env(name: str) -> bool:
-    """Whether `name` is a registered host environment or an envpool task id."""
-    return name in _HOST or envpool_env.is_envpool_task(name)
+    """Builds the pure-JAX environment `name` (registered, or `SUITE:TASK`) with its keyword arguments."""
+    check(name, host=False)
+    prefix, task = split_suite(name)
+    return _adapter(prefix).make(task, **kwargs) if prefix else _JAX[name](**kwargs)
 
 
 def host_factory(name: str) -> Callable[..., HostEnvironment]:
-    """`make(num_envs, seed, **kwargs)` for the host environment `name`."""
+    """`make(num_envs, seed, **kwargs)` for the host environment `name` (registered, envpool, or `SUITE:TASK`)."""
+    check(name, host=True)
+    prefix, task = split_suite(name)
+    if prefix:
+        return functools.partial(_adapter(prefix).make, task)
     return _HOST.get(name) or functools.partial(envpool_env.make_envpool_env, name)
+
+
+def split_suite(name: str) -> tuple[str, str]:
+    """`("gymnax", "Pong-misc")` for `"gymnax:Pong-misc"`, `("", name)` for a name with no suite prefix.
+
+    Only the first ':' separates, so a Gymnasium id may itself be `module:Id`.
+    """
+    prefix, separator, task = name.partition(":")
+    return (prefix, task) if separator else ("", name)
+
+
+def _suite(prefix: str) -> Suite:
+    if prefix not in SUITES:
+        raise ConfigError(
+            "env.name",
+            f"unknown suite {prefix!r}",
+            f"prefix a task with one of {sorted(SUITES)}, e.g. gymnax:CartPole-v1",
+        )
+    return SUITES[prefix]
+
+
+def _adapter(prefix: str) -> ModuleType:
+    """The adapter module of a suite, imported now; `ConfigError` with the pip command if the suite is missing."""
+    suite = _suite(prefix)
+    try:
+        return importlib.import_module(suite.adapter)
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.split(".")[0] != suite.package:
+            raise
+        raise ConfigError(
+            "env.name",
+            f"{prefix} environments need the {suite.package} package, which is not installed",
+            f"pip install -e '.[{suite.package}]' (or pip install 'podracer[{suite.package}]')",
+        ) from None
+
+
+def _close_matches(task: str, tasks: list[str], prefix: str) -> str:
+    close = difflib.get_close_matches(task, tasks, n=5)
+    hint = f"did you mean {', '.join(f'{prefix}:{t}' for t in close)}? " if close else ""
+    shown = tasks if len(tasks) <= 30 else [*tasks[:30], "..."]
+    return f"{hint}{prefix} has {shown}"

@@ -10,7 +10,7 @@ from podracer.errors import ConfigError
 
 
 def add_defaults(config: ConfigDict) -> None:
-    # A registered host environment or an envpool task id; kwargs go to its factory (envpool: e.g. num_threads).
+    # A registered host environment, an envpool task id or gymnasium:ID; kwargs go to its factory (envpool: e.g. num_threads).
     config.env = ConfigDict({"name": "CartPole-v1", "kwargs": ConfigDict()})
     config.actor_device_ids = (0,)  # Positions in jax.local_devices(), disjoint from the learners' unless the
     config.learner_device_ids = ()  # process has one device. () means every device that is not an actor's.
@@ -43,13 +43,8 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
             f"must be 0 or 1, got {config.policy_lag!r}",
             "use 0 (act with the newest parameters) or 1 (one update behind, acting overlaps learning)",
         )
-    if env_from_config and not (isinstance(config.env.name, str) and envs.is_host_env(config.env.name)):
-        raise ConfigError(
-            "env.name",
-            f"{config.env.name!r} is not a registered host environment or an envpool task",
-            "use an envpool id such as CartPole-v1, Pong-v5 or Breakout-v5 (envpool.list_all_envs()), "
-            "or register your own with podracer.envs.register(name, factory, host=True)",
-        )
+    if env_from_config:
+        envs.check(config.env.name, host=True)
 
 
 def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
