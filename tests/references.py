@@ -49,7 +49,8 @@ DISCOUNT[5, 2] = 0.0
 
 
 def apply_fn(params, obs):
-    return obs @ params["w_pi"] + params["b_pi"], obs @ params["w_v"] + params["b_v"]
+    """Categorical policy outputs and values, as the agents' networks return them."""
+    return {"logits": obs @ params["w_pi"] + params["b_pi"]}, obs @ params["w_v"] + params["b_v"]
 
 
 def np_apply(params, obs):

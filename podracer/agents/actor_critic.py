@@ -12,6 +12,7 @@ an entropy bonus (`losses.policy_gradient_loss`):
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
@@ -19,13 +20,22 @@ from podracer import field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.losses import policy_gradient_loss
-from podracer.agents.network_agent import one_step_agent, validate_shared
+from podracer.agents.network_agent import NORMALIZATION_DEFAULTS, one_step_agent, validate_shared
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import Trajectory, transitions
 
 
 def defaults() -> ConfigDict:
-    return ConfigDict({"gamma": 0.99, "td_lambda": 0.9, "value_cost": 0.5, "entropy_cost": 0.01, "reward_clip": 0.0})
+    return ConfigDict(
+        {
+            "gamma": 0.99,
+            "td_lambda": 0.9,
+            "value_cost": 0.5,
+            "entropy_cost": 0.01,
+            "reward_clip": 0.0,
+            **NORMALIZATION_DEFAULTS,
+        }
+    )
 
 
 def validate(config: ConfigDict) -> None:
@@ -45,12 +55,13 @@ def loss(
     reward_clip: float = 0.0,
 ) -> tuple[jnp.ndarray, dict]:
     step_type = trajectory.timestep.step_type
-    logits, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    outputs, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    outputs = jax.tree.map(lambda x: x[:-1], outputs)  # The policy where actions were chosen.
     tr = transitions(trajectory, gamma, reward_clip)
     returns = lambda_returns(tr.rewards, tr.discounts, values, tr.lambdas(td_lambda))
     return policy_gradient_loss(
-        policy.log_prob(logits[:-1], trajectory.action),
-        logits[:-1],
+        policy.log_prob(outputs, trajectory.action),
+        outputs,
         values[:-1],
         tr.valid,
         returns - values[:-1],

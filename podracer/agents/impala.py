@@ -1,6 +1,6 @@
 """IMPALA: an off-policy actor-critic corrected with V-trace (Espeholt et al. 2018).
 
-The acting policy mu (the logits `act` stored in `trajectory.extras`) may lag
+The acting policy mu (the policy outputs `act` stored in `trajectory.extras`) may lag
 the learner's pi. With log_rho_t = log pi(a_t|x_t) - log mu(a_t|x_t), V-trace
 (Section 4, eq. 1, see `returns.vtrace`) gives value targets vs_t and the
 policy-gradient advantages of Section 4.2, A_t = min(rho-bar_pg, pi/mu)
@@ -24,7 +24,7 @@ from podracer import field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.losses import policy_gradient_loss
-from podracer.agents.network_agent import one_step_agent, validate_shared
+from podracer.agents.network_agent import NORMALIZATION_DEFAULTS, one_step_agent, validate_shared
 from podracer.agents.returns import vtrace
 from podracer.agents.trajectory import Trajectory, transitions
 
@@ -39,6 +39,7 @@ def defaults() -> ConfigDict:
             "value_cost": 0.5,
             "entropy_cost": 0.01,
             "reward_clip": 0.0,
+            **NORMALIZATION_DEFAULTS,
         }
     )
 
@@ -64,10 +65,11 @@ def loss(
     reward_clip: float = 0.0,
 ) -> tuple[jnp.ndarray, dict]:
     step_type = trajectory.timestep.step_type
-    logits, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    outputs, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    outputs = jax.tree.map(lambda x: x[:-1], outputs)  # The policy where actions were chosen.
     tr = transitions(trajectory, gamma, reward_clip)
-    log_probs = policy.log_prob(logits[:-1], trajectory.action)
-    behaviour_log_probs = policy.log_prob(trajectory.extras["logits"], trajectory.action)
+    log_probs = policy.log_prob(outputs, trajectory.action)
+    behaviour_log_probs = policy.log_prob(trajectory.extras, trajectory.action)
     log_rhos = jax.lax.stop_gradient(log_probs - behaviour_log_probs)
     targets = vtrace(  # Held constant by `policy_gradient_loss`.
         tr.rewards,
@@ -80,7 +82,7 @@ def loss(
     )
     total, metrics = policy_gradient_loss(
         log_probs,
-        logits[:-1],
+        outputs,
         values[:-1],
         tr.valid,
         targets.pg_advantages,

@@ -8,7 +8,7 @@ from podracer.agents import policy
 
 def policy_gradient_loss(
     log_probs: jnp.ndarray,
-    logits: jnp.ndarray,
+    policy_outputs: dict,
     values: jnp.ndarray,
     valid: jnp.ndarray,
     advantages: jnp.ndarray,
@@ -21,14 +21,14 @@ def policy_gradient_loss(
 
       L = -E[log pi(a_t|s_t) sg(A_t)] + c_v E[1/2 (sg(G_t) - v_t)^2] - c_H E[H(pi(.|s_t))]
 
-    Per-transition inputs `[T, B]` (`logits` `[T, B, A]`): log pi(a_t|s_t), the
-    policy's logits and the values v_t of the observations actions were chosen
+    Per-transition inputs `[T, B]`: log pi(a_t|s_t), the policy's outputs
+    (`policy`'s head dict, leaves `[T, B, ...]`) and the values v_t of the observations actions were chosen
     from, the advantages A_t and value targets G_t (both held constant). Means
     run over all T x B transitions with masked entries counted as zero, so
     averaging equal shards across devices gives exactly the whole-batch loss.
     """
     policy_loss = -jnp.mean(valid * log_probs * jax.lax.stop_gradient(advantages))
     value_loss = 0.5 * jnp.mean(valid * (jax.lax.stop_gradient(value_targets) - values) ** 2)
-    entropy = jnp.mean(valid * policy.entropy(logits))
+    entropy = jnp.mean(valid * policy.entropy(policy_outputs))
     total = policy_loss + value_cost * value_loss - entropy_cost * entropy
     return total, {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}

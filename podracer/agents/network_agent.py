@@ -1,34 +1,87 @@
-"""What the built-in actor-critic agents share: a policy-and-value network, an optax optimiser, categorical acting.
+"""What the built-in actor-critic agents share: a policy-and-value network, an optax optimiser, acting by sampling.
 
 `network_agent(config, optimizer, learn)` completes an `Agent` around an
 agent's own `learn`: `init` builds the network `config.network` describes for
-the specs it is shown (`networks.init_params`) and the optimiser state, `act`
-samples the policy head and hands back its logits as `extras` (the behaviour
-policy that off-policy corrections need), and the acting parameters are the
-network's.
+the specs it is shown (`networks.init_params`: a categorical head for discrete
+actions, a diagonal Gaussian for real vectors) and the optimiser state; `act`
+samples the policy head and hands back its outputs as `extras` (the behaviour
+policy that off-policy corrections need); the acting parameters are the
+network's. With `agent.normalize_observations` or `agent.scale_rewards` the
+learner state also keeps running statistics (`normalization`), which `learn`
+updates and applies to the trajectory before the agent's own update sees it,
+and which the acting parameters carry so that `act` normalises identically.
 """
 
 import functools
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import chex
+import jax
+import jax.numpy as jnp
 import optax
+from flax import struct
 from ml_collections import ConfigDict
 
-from podracer import field_checks
-from podracer.agents import networks, policy
+from podracer import collectives, field_checks
+from podracer.agents import networks, normalization, policy
 from podracer.agents.agent import Agent
 from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.trajectory import Trajectory, transitions
+from podracer.errors import ConfigError
+
+NORMALIZATION_DEFAULTS = {
+    "normalize_observations": False,  # Running mean/variance per feature, shared by every replica.
+    "scale_rewards": False,  # Rewards over the running std of the discounted return (MuJoCo PPO).
+}
+
+
+@struct.dataclass
+class Normalizers:
+    """The running statistics a network agent keeps in its learner state; None where switched off."""
+
+    observations: normalization.RunningStatistics | None = None
+    returns: normalization.RunningStatistics | None = None
 
 
 def network_agent(config: ConfigDict, optimizer: optax.GradientTransformation, learn: Callable) -> Agent:
+    agent_config = config.agent
+
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> LearnerState:
         params = networks.init_params(key, config.network, observation_spec, action_spec)
-        return LearnerState(params, optimizer.init(params))
+        normalizers = Normalizers(
+            observations=normalization.init(observation_spec) if agent_config.normalize_observations else None,
+            returns=normalization.init(jnp.zeros(())) if agent_config.scale_rewards else None,
+        )
+        return LearnerState(params, optimizer.init(params), normalizers)
 
-    return Agent(init=init, act=act, learn=learn, acting_params=operator.attrgetter("params"))
+    def normalizing_learn(state: LearnerState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
+        normalizers, trajectory = normalize(state.normalizers, trajectory, agent_config.gamma, axis_name)
+        return learn(state.replace(normalizers=normalizers), trajectory, key, axis_name)
+
+    def acting_params(state: LearnerState) -> networks.NetworkParams:
+        return state.params.replace(observation_statistics=state.normalizers.observations)
+
+    return Agent(init=init, act=act, learn=normalizing_learn, acting_params=acting_params)
+
+
+def normalize(
+    normalizers: Normalizers, trajectory: Trajectory, gamma: float, axis_name: collectives.AxisName
+) -> tuple[Normalizers, Trajectory]:
+    """The statistics updated with the trajectory (over every device), and the trajectory normalised by them."""
+    timestep = trajectory.timestep
+    observations, returns = normalizers.observations, normalizers.returns
+    if observations is not None:  # Each timestep once: the last is the next trajectory's first.
+        observations = normalization.update(
+            observations, jax.tree.map(lambda x: x[:-1], timestep.observation), 2, axis_name
+        )
+        timestep = timestep.replace(observation=normalization.normalize_observation(observations, timestep.observation))
+    if returns is not None:
+        tr = transitions(trajectory, gamma)
+        returns_to_go = normalization.returns_to_go(tr.rewards, gamma * (1.0 - tr.ends_episode))
+        returns = normalization.update(returns, returns_to_go, 2, axis_name, mask=tr.valid)
+        timestep = timestep.replace(reward=normalization.scale_rewards(returns, timestep.reward))
+    return Normalizers(observations, returns), trajectory.replace(timestep=timestep)
 
 
 def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agent:
@@ -44,14 +97,16 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agen
 
 
 def act(params: networks.NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
-    """A categorical sample per environment; the logits are the extras."""
-    logits, _ = params.apply(observation)
-    return policy.sample(key, logits), {"logits": logits}
+    """A sample of the policy head per environment; the head's outputs are the extras."""
+    outputs, _ = params.apply(observation)
+    return policy.sample(key, outputs), outputs
 
 
 def hyperparameters(agent_config: ConfigDict) -> dict:
-    """Every field of `config.agent` but its name: the keyword arguments of the agent's loss."""
-    return {field: value for field, value in agent_config.items() if field != "name"}
+    """The fields of `config.agent` that are the keyword arguments of the agent's loss."""
+    return {
+        field: value for field, value in agent_config.items() if field != "name" and field not in NORMALIZATION_DEFAULTS
+    }
 
 
 def validate_shared(config: ConfigDict) -> None:
@@ -59,3 +114,11 @@ def validate_shared(config: ConfigDict) -> None:
     field_checks.fraction(config, "agent.gamma", example=0.99)
     for field, example in (("agent.value_cost", 0.5), ("agent.entropy_cost", 0.01), ("agent.reward_clip", 1.0)):
         field_checks.number(config, field, example=example, at_least=0.0)
+    for field in NORMALIZATION_DEFAULTS:
+        field_checks.boolean(config, f"agent.{field}")
+    if config.agent.normalize_observations and config.network.torso != "mlp":
+        raise ConfigError(
+            "agent.normalize_observations",
+            f"the {config.network.torso} torso reads uint8 frames, which are not normalised per feature",
+            "set --config.agent.normalize_observations=False, or use --config.network.torso=mlp",
+        )

@@ -22,11 +22,13 @@ from dm_env import specs
 from flax import struct
 from ml_collections import ConfigDict
 
+from podracer.agents import normalization
 from podracer.agents.trajectory import merge_leading_dims
 from podracer.errors import ConfigError
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 TORSOS = ("mlp", "nature_cnn", "impala_resnet")
+ACTION_HEADS = ("categorical", "gaussian")
 
 
 def _dense(features: int, gain: float) -> nn.Dense:
@@ -128,18 +130,24 @@ class ImpalaResNet(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Policy logits `[N, A]` and state value `[N]` from a torso chosen by `torso` (one of `TORSOS`).
+    """Policy outputs (a `policy` head's dict) and the state value `[N]`, from a torso chosen by `torso`.
 
-    `"mlp"`: an MLP of `hidden_sizes` and `activation` over the flattened observation;
-    with `shared_torso=False` the policy and the value have separate torsos, as in
-    the standard PPO set-up for classic control.
-    `"nature_cnn"` (Mnih et al. 2015) and `"impala_resnet"` (Espeholt et al. 2018,
-    configured by `channels`, `num_blocks`, `hidden_size`): pixel torsos over uint8
-    `[N, C, H, W]` frames. Policy and value always share a pixel torso, as in both
-    papers; `shared_torso=False` is rejected for them rather than ignored.
+    `action_head` "categorical": `{"logits": [N, action_size]}`; "gaussian": a
+    diagonal Gaussian `{"mean": [N, action_size], "log_std": [N, action_size]}`
+    whose log-std is one learned vector, independent of the state and starting
+    at 0, as in CleanRL's and PureJaxRL's continuous PPO.
+    Torsos, `torso` one of `TORSOS`: `"mlp"`, an MLP of `hidden_sizes` and
+    `activation` over the flattened observation; with `shared_torso=False` the
+    policy and the value have separate torsos, as in the standard PPO set-up
+    for classic control and MuJoCo. `"nature_cnn"` (Mnih et al. 2015) and
+    `"impala_resnet"` (Espeholt et al. 2018, configured by `channels`,
+    `num_blocks`, `hidden_size`): pixel torsos over uint8 `[N, C, H, W]`
+    frames. Policy and value always share a pixel torso, as in both papers;
+    `shared_torso=False` is rejected for them rather than ignored.
     """
 
-    num_actions: int
+    action_size: int
+    action_head: str = "categorical"
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     shared_torso: bool = True
@@ -149,16 +157,21 @@ class ActorCritic(nn.Module):
     hidden_size: int = 256
 
     @nn.compact
-    def __call__(self, observation: Any) -> tuple[jnp.ndarray, jnp.ndarray]:
+    def __call__(self, observation: Any) -> tuple[dict, jnp.ndarray]:
         if self.torso == "mlp":
             features = flatten_observation(observation)
             policy_features = MLP(self.hidden_sizes, self.activation)(features)
             value_features = policy_features if self.shared_torso else MLP(self.hidden_sizes, self.activation)(features)
         else:
             policy_features = value_features = _pixel_torso(self)(preprocess_pixels(observation))
-        logits = _dense(self.num_actions, 0.01)(policy_features)
+        head = _dense(self.action_size, 0.01)(policy_features)
         value = _dense(1, 1.0)(value_features)[..., 0]
-        return logits, value
+        if self.action_head == "categorical":
+            return {"logits": head}, value
+        if self.action_head != "gaussian":
+            raise ValueError(f"Unknown action head {self.action_head!r}; choose one of {ACTION_HEADS}.")
+        log_std = self.param("log_std", nn.initializers.zeros, (self.action_size,))
+        return {"mean": head, "log_std": jnp.broadcast_to(log_std, head.shape)}, value
 
 
 def _pixel_torso(network: ActorCritic) -> nn.Module:
@@ -178,13 +191,19 @@ class NetworkParams:
 
     The flax module travels as static pytree data (as modules do in Equinox),
     so an agent's `act` and `learn` work for whatever observation and action
-    specs `init` was shown: one agent object serves any environment.
+    specs `init` was shown: one agent object serves any environment. With
+    `observation_statistics` (the acting parameters of an agent that
+    normalises observations) `apply` normalises raw observations first, with
+    the function `learn` applies to the trajectory (`normalization`).
     """
 
     module: nn.Module = struct.field(pytree_node=False)
     variables: Any
+    observation_statistics: normalization.RunningStatistics | None = None
 
     def apply(self, observation: Any) -> Any:
+        if self.observation_statistics is not None:
+            observation = normalization.normalize_observation(self.observation_statistics, observation)
         return self.module.apply(self.variables, observation)
 
 
@@ -194,9 +213,10 @@ def apply(params: NetworkParams, observation: Any) -> Any:
 
 
 def apply_merged(apply_fn: Callable, params: Any, observation: Any, leading_shape: tuple) -> tuple:
-    """Policy logits and values for observations with several leading axes (e.g. `[T + 1, B]`), in one pass."""
-    logits, values = apply_fn(params, merge_leading_dims(observation, len(leading_shape)))
-    return logits.reshape(leading_shape + logits.shape[-1:]), values.reshape(leading_shape)
+    """Policy outputs and values for observations with several leading axes (e.g. `[T + 1, B]`), in one pass."""
+    outputs, values = apply_fn(params, merge_leading_dims(observation, len(leading_shape)))
+    outputs = jax.tree.map(lambda x: x.reshape(leading_shape + x.shape[1:]), outputs)
+    return outputs, values.reshape(leading_shape)
 
 
 def make_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> ActorCritic:
@@ -206,12 +226,7 @@ def make_network(network_config: ConfigDict, observation_spec: Any, action_spec:
     pixel torsos need stacked uint8 frames `[C, H, W]` and serve the policy and
     the value together.
     """
-    if not isinstance(action_spec, specs.DiscreteArray):
-        raise ConfigError(
-            "env.name",
-            f"the actor-critic agents choose among discrete actions, but this environment takes {action_spec}",
-            "use an environment with a DiscreteArray action spec",
-        )
+    action_head, action_size = _action_head(action_spec)
     if network_config.torso != "mlp":
         shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
         if shape is None or len(shape) != 3 or dtype != np.uint8:
@@ -228,7 +243,8 @@ def make_network(network_config: ConfigDict, observation_spec: Any, action_spec:
                 "set --config.network.shared_torso=True",
             )
     return ActorCritic(
-        num_actions=action_spec.num_values,
+        action_size=action_size,
+        action_head=action_head,
         hidden_sizes=tuple(network_config.hidden_sizes),
         activation=network_config.activation,
         shared_torso=network_config.shared_torso,
@@ -236,6 +252,20 @@ def make_network(network_config: ConfigDict, observation_spec: Any, action_spec:
         channels=tuple(network_config.channels),
         num_blocks=network_config.num_blocks,
         hidden_size=network_config.hidden_size,
+    )
+
+
+def _action_head(action_spec: Any) -> tuple[str, int]:
+    """The policy head an action spec calls for and its size: categorical over n, or Gaussian over D reals."""
+    if isinstance(action_spec, specs.DiscreteArray):
+        return "categorical", action_spec.num_values
+    shape, dtype = getattr(action_spec, "shape", None), getattr(action_spec, "dtype", None)
+    if isinstance(action_spec, specs.Array) and len(shape) == 1 and np.issubdtype(dtype, np.floating):
+        return "gaussian", shape[0]
+    raise ConfigError(
+        "env.name",
+        f"the actor-critic agents act in a DiscreteArray or a float vector (BoundedArray [D]), not {action_spec}",
+        "use an environment with one of those action specs",
     )
 
 

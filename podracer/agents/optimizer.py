@@ -24,6 +24,7 @@ LossFn = Callable[[Any, Any], tuple[chex.Array, dict]]  # (params, batch) -> (lo
 class LearnerState:
     params: Any
     opt_state: Any
+    normalizers: Any = None  # Running statistics the agent keeps beside its parameters (`network_agent.Normalizers`).
 
 
 OPTIMIZERS = {
@@ -56,4 +57,4 @@ def sgd_step(
     """One gradient step with gradients and metrics averaged over `axis_name` (None: one device)."""
     grads, metrics = collectives.mean_grad(loss_fn, axis_name)(state.params, batch)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    return LearnerState(optax.apply_updates(state.params, updates), opt_state), metrics
+    return state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state), metrics

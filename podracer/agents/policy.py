@@ -1,23 +1,69 @@
-"""The categorical policy head: sampling, log-probabilities and entropy from logits `[..., A]`."""
+"""Policy heads: sampling, log-probabilities and entropy of the distribution a network's policy outputs describe.
+
+A head's outputs are a dict of arrays, and the same dict is what `act` keeps
+as the trajectory's `extras`, so the behaviour policy can be rebuilt at
+learning time:
+
+- categorical, for a `DiscreteArray` action spec: `{"logits": [..., A]}`;
+- diagonal Gaussian, for a `BoundedArray` action spec: `{"mean": [..., D],
+  "log_std": [..., D]}`, with a state-independent learned log-std (as in
+  CleanRL's and PureJaxRL's continuous PPO). Samples are unbounded; they are
+  clipped to the action bounds only where they enter the environment
+  (`podracer.envs.actions.clip_to_spec`), so the log-probabilities of the
+  trajectory's actions stay those of the distribution that drew them.
+
+Every function takes the outputs dict and picks the head from its keys.
+"""
+
+import math
 
 import chex
 import jax
 import jax.numpy as jnp
 
-
-def sample(key: chex.PRNGKey, logits: chex.Array) -> chex.Array:
-    """One action per environment, `[B]`, from logits `[B, A]` and one key per environment `[B]`."""
-    chex.assert_rank(logits, 2)
-    return jax.vmap(jax.random.categorical)(key, logits).astype(jnp.int32)
+CATEGORICAL_KEYS = frozenset({"logits"})
+GAUSSIAN_KEYS = frozenset({"mean", "log_std"})
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def log_prob(logits: chex.Array, action: chex.Array) -> chex.Array:
-    """log pi(action) for logits `[..., A]` and integer actions `[...]`."""
-    log_probs = jax.nn.log_softmax(logits)
+def is_gaussian(outputs: dict) -> bool:
+    """Whether `outputs` describe a diagonal Gaussian (else a categorical); anything else is an error."""
+    keys = frozenset(outputs)
+    if keys not in (CATEGORICAL_KEYS, GAUSSIAN_KEYS):
+        raise ValueError(f"policy outputs must have keys {set(CATEGORICAL_KEYS)} or {set(GAUSSIAN_KEYS)}, got {keys}")
+    return keys == GAUSSIAN_KEYS
+
+
+def sample(key: chex.PRNGKey, outputs: dict) -> chex.Array:
+    """One action per environment from outputs `[B, ...]` and one key per environment `[B]`.
+
+    Categorical: int32 `[B]`. Gaussian: float32 `[B, D]`, mean + std * N(0, 1), unclipped.
+    """
+    if is_gaussian(outputs):
+        mean, log_std = outputs["mean"], outputs["log_std"]
+        chex.assert_rank(mean, 2)
+        noise = jax.vmap(lambda k: jax.random.normal(k, mean.shape[1:], mean.dtype))(key)
+        return mean + jnp.exp(log_std) * noise
+    chex.assert_rank(outputs["logits"], 2)
+    return jax.vmap(jax.random.categorical)(key, outputs["logits"]).astype(jnp.int32)
+
+
+def log_prob(outputs: dict, action: chex.Array) -> chex.Array:
+    """log pi(action), `[...]`: integer actions `[...]` (categorical) or real actions `[..., D]` (Gaussian).
+
+    Gaussian: sum over d of -((a_d - mu_d) / sigma_d)^2 / 2 - log sigma_d - log(2 pi) / 2.
+    """
+    if is_gaussian(outputs):
+        mean, log_std = outputs["mean"], outputs["log_std"]
+        z = (action - mean) * jnp.exp(-log_std)
+        return jnp.sum(-0.5 * z**2 - log_std - _HALF_LOG_2PI, axis=-1)
+    log_probs = jax.nn.log_softmax(outputs["logits"])
     return jnp.take_along_axis(log_probs, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
 
 
-def entropy(logits: chex.Array) -> chex.Array:
-    """Entropy of the categorical distribution, `[...]`."""
-    log_probs = jax.nn.log_softmax(logits)
+def entropy(outputs: dict) -> chex.Array:
+    """Entropy of the distribution, `[...]`. Gaussian: sum over d of log sigma_d + (1 + log(2 pi)) / 2."""
+    if is_gaussian(outputs):
+        return jnp.sum(outputs["log_std"] + 0.5 + _HALF_LOG_2PI, axis=-1)
+    log_probs = jax.nn.log_softmax(outputs["logits"])
     return -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)

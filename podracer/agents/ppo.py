@@ -23,7 +23,7 @@ from ml_collections import ConfigDict
 from podracer import collectives, field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
-from podracer.agents.network_agent import hyperparameters, network_agent, validate_shared
+from podracer.agents.network_agent import NORMALIZATION_DEFAULTS, hyperparameters, network_agent, validate_shared
 from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
 from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
@@ -43,6 +43,7 @@ def defaults() -> ConfigDict:
             "value_cost": 0.5,
             "entropy_cost": 0.01,
             "reward_clip": 0.0,
+            **NORMALIZATION_DEFAULTS,
         }
     )
 
@@ -114,9 +115,9 @@ def loss(
     normalize_advantages: bool,
     axis_name: collectives.AxisName = None,
 ) -> tuple[jnp.ndarray, dict]:
-    chex.assert_rank([batch.action, batch.advantage, batch.valid], 1)
-    logits, value = apply_fn(params, batch.observation)
-    log_ratio = policy.log_prob(logits, batch.action) - batch.old_log_prob
+    chex.assert_rank([batch.advantage, batch.valid], 1)
+    outputs, value = apply_fn(params, batch.observation)
+    log_ratio = policy.log_prob(outputs, batch.action) - batch.old_log_prob
     ratio = jnp.exp(log_ratio)
     advantage = masked_normalize(batch.advantage, batch.valid, axis_name) if normalize_advantages else batch.advantage
     clipped_ratio = jnp.clip(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon)
@@ -126,7 +127,7 @@ def loss(
         clipped_value = batch.old_value + jnp.clip(value - batch.old_value, -clip_epsilon, clip_epsilon)
         value_error = jnp.maximum(value_error, (clipped_value - batch.target_return) ** 2)
     value_loss = 0.5 * jnp.mean(batch.valid * value_error)
-    entropy = jnp.mean(batch.valid * policy.entropy(logits))
+    entropy = jnp.mean(batch.valid * policy.entropy(outputs))
     total = policy_loss + value_cost * value_loss - entropy_cost * entropy
     return total, {
         "loss": total,
@@ -155,7 +156,7 @@ def make_samples(
     samples = Samples(
         observation=jax.tree.map(lambda x: x[:-1], trajectory.timestep.observation),
         action=trajectory.action,
-        old_log_prob=policy.log_prob(trajectory.extras["logits"], trajectory.action),
+        old_log_prob=policy.log_prob(trajectory.extras, trajectory.action),
         old_value=values[:-1],
         advantage=advantages,
         target_return=advantages + values[:-1],

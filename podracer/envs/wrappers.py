@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from podracer.envs import episodes
+from podracer.envs import actions, episodes
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
 
@@ -55,6 +55,14 @@ class Batched(Wrapper):
 
     def step(self, state, action):
         return jax.vmap(self.env.step)(state, action)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClipActions(Wrapper):
+    """Clips real-valued actions into the action spec's bounds as they enter the environment (`actions`)."""
+
+    def step(self, state, action):
+        return self.env.step(state, actions.clip_to_spec(action, self.env.action_spec()))
 
 
 @struct.dataclass
@@ -135,5 +143,9 @@ def select_tree(predicate: jnp.ndarray, on_true: Any, on_false: Any) -> Any:
 
 
 def wrap_for_training(env: Environment, batched: bool = True) -> EpisodeStatistics:
-    """The wrappers every training loop uses: endless episodes with statistics, over a batch by default."""
+    """The wrappers every training loop uses: endless episodes with statistics, over a batch by default.
+
+    Real-valued actions are clipped to the action bounds on the way in (`ClipActions`).
+    """
+    env = ClipActions(env)
     return EpisodeStatistics(AutoReset(Batched(env) if batched else env))

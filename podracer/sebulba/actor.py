@@ -21,6 +21,7 @@ from jax.sharding import NamedSharding
 
 from podracer.agents import Agent, Trajectory
 from podracer.envs import episodes
+from podracer.envs.actions import clip_to_spec
 from podracer.envs.episodes import Completed
 from podracer.envs.host import HostEnvironment
 from podracer.envs.timestep import TimeStep
@@ -39,12 +40,15 @@ class Rollout(NamedTuple):
     wait_seconds: float  # ... and waiting for parameters or queue space (since the previous rollout).
 
 
-def make_act_step(agent: Agent) -> Callable:
-    """`act_step(params, observation, key) -> (action, extras, next_key)`, jitted: one inference step.
+def make_act_step(agent: Agent, action_spec: Any) -> Callable:
+    """`act_step(params, observation, key) -> (action, env_action, extras, next_key)`, jitted: one inference step.
 
     The step acts with one key per environment split from `key`, and hands back
     the key for the next step, so the thread's key stays on its actor device and
     what an actor draws depends only on the seed, the thread and the step.
+    `env_action` is what the environment receives: the action, clipped into
+    the bounds of a real-valued action spec (`podracer.envs.actions`); the
+    trajectory keeps `action` itself.
     """
 
     @jax.jit
@@ -52,7 +56,7 @@ def make_act_step(agent: Agent) -> Callable:
         key, step_key = jax.random.split(key)
         batch_size = jax.tree.leaves(observation)[0].shape[0]
         action, extras = agent.act(params, observation, jax.random.split(step_key, batch_size))
-        return action, extras, key
+        return action, clip_to_spec(action, action_spec), extras, key
 
     return act_step
 
@@ -125,8 +129,8 @@ def run_actor(
             if control.stop.is_set():
                 raise Stopped
             start = time.perf_counter()
-            action, step_extras, key = act_step(params, observation, key)
-            host_action = np.asarray(action)
+            action, env_action, step_extras, key = act_step(params, observation, key)
+            host_action = np.asarray(env_action)
             inference_seconds += time.perf_counter() - start
 
             start = time.perf_counter()

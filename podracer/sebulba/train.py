@@ -167,7 +167,7 @@ def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callba
     parameters.publish(0, run.agent.acting_params(run.state))
     records: queue.Queue = queue.Queue()
     rollout_queues = [queue.Queue(maxsize=config.queue_size) for _ in run.envs]
-    act_step = make_act_step(run.agent)
+    act_step = make_act_step(run.agent, run.envs[0].action_spec())
     learner_sharding = NamedSharding(run.learner_mesh, TRAJECTORY_SPEC)
     for index, env in enumerate(run.envs):
         actor = functools.partial(

@@ -56,10 +56,11 @@ def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
 
     (state_outside, metrics_outside), (state_on_mesh, metrics_on_mesh) = outside, on_mesh
     assert set(metrics_outside) == set(metrics_on_mesh) and "loss" in metrics_outside
+    # The same arithmetic in two programs; XLA may fuse them differently, so allow a rounding difference.
     for a, b in zip(jax.tree.leaves(state_outside), jax.tree.leaves(state_on_mesh), strict=True):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
     for metric in metrics_outside:
-        np.testing.assert_array_equal(metrics_outside[metric], metrics_on_mesh[metric], err_msg=metric)
+        np.testing.assert_allclose(metrics_outside[metric], metrics_on_mesh[metric], rtol=1e-6, err_msg=metric)
     moved = [
         not np.array_equal(a, b)
         for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(state_outside.params), strict=True)

@@ -84,8 +84,8 @@ def test_output_shapes(torso):
     )
     network = _network(torso)
     params = jax.eval_shape(network.init, jax.random.PRNGKey(0), observation)
-    logits, value = jax.eval_shape(network.apply, params, observation)
-    assert logits.shape == (3, NUM_ACTIONS) and logits.dtype == jnp.float32
+    outputs, value = jax.eval_shape(network.apply, params, observation)
+    assert outputs["logits"].shape == (3, NUM_ACTIONS) and outputs["logits"].dtype == jnp.float32
     assert value.shape == (3,) and value.dtype == jnp.float32
 
 
@@ -182,8 +182,8 @@ def test_gradient_reaches_every_parameter(torso):
     weights = jnp.asarray(np.random.default_rng(1).normal(size=(2, NUM_ACTIONS)), jnp.float32)
 
     def loss(params):
-        logits, value = network.apply(params, frames)
-        return jnp.sum(logits * weights) + jnp.sum(value**2)
+        outputs, value = network.apply(params, frames)
+        return jnp.sum(outputs["logits"] * weights) + jnp.sum(value**2)
 
     grads = jax.jit(jax.grad(loss))(_random_params(network, frames, bias_scale=0.0))
     dead = [
@@ -200,7 +200,7 @@ def test_mlp_torso_is_unchanged():
     assert config.torso == "mlp"
     observation_spec = {"a": specs.Array((3,), np.float32), "b": specs.Array((2, 2), np.float32)}
     assert make_network(config, observation_spec, ACTION_SPEC) == ActorCritic(
-        num_actions=NUM_ACTIONS, hidden_sizes=(64, 64), activation="tanh", shared_torso=True
+        action_size=NUM_ACTIONS, hidden_sizes=(64, 64), activation="tanh", shared_torso=True
     )
     observation = {"a": jnp.zeros((2, 3)), "b": jnp.zeros((2, 2, 2))}
     network = make_network(config, observation_spec, ACTION_SPEC)
@@ -215,7 +215,7 @@ def test_mlp_torso_is_unchanged():
 
 @pytest.mark.parametrize("torso", PIXEL_TORSOS)
 def test_pixel_torsos_require_a_shared_torso(torso):
-    network = ActorCritic(num_actions=NUM_ACTIONS, torso=torso, shared_torso=False)
+    network = ActorCritic(action_size=NUM_ACTIONS, torso=torso, shared_torso=False)
     with pytest.raises(ValueError, match="shared_torso=True"):
         jax.eval_shape(network.init, jax.random.PRNGKey(0), _frames(0, batch=1))
     # Built from the config, the same mistake is a ConfigError naming the field, before anything runs.
@@ -246,7 +246,7 @@ def test_agent_builds_the_configured_torso_for_the_specs_it_is_shown():
     agent = agents.make(config, num_updates=1)
     state = jax.eval_shape(lambda key: agent.init(key, PIXEL_SPEC, ACTION_SPEC), jax.random.PRNGKey(0))
     assert isinstance(state.params, NetworkParams)
-    assert state.params.module.torso == "nature_cnn" and state.params.module.num_actions == NUM_ACTIONS
+    assert state.params.module.torso == "nature_cnn" and state.params.module.action_size == NUM_ACTIONS
     assert set(state.params.variables["params"]) == {"NatureCNN_0", "Dense_0", "Dense_1"}
 
 
@@ -270,15 +270,24 @@ def test_network_params_carry_their_module_as_static_data():
 
     # Applied inside jit to a batch with two leading axes, as the losses apply it to [T + 1, B] observations.
     observation = jnp.asarray(np.random.default_rng(0).normal(size=(3, 2, 5)), jnp.float32)
-    logits, values = jax.jit(lambda p, o: apply_merged(lambda q, x: q.apply(x), p, o, (3, 2)))(params, observation)
-    assert logits.shape == (3, 2, NUM_ACTIONS) and values.shape == (3, 2)
-    flat_logits, flat_values = params.apply(observation.reshape(6, 5))
-    np.testing.assert_allclose(logits.reshape(6, NUM_ACTIONS), flat_logits, rtol=1e-6, atol=1e-6)
+    outputs, values = jax.jit(lambda p, o: apply_merged(lambda q, x: q.apply(x), p, o, (3, 2)))(params, observation)
+    assert outputs["logits"].shape == (3, 2, NUM_ACTIONS) and values.shape == (3, 2)
+    flat_outputs, flat_values = params.apply(observation.reshape(6, 5))
+    np.testing.assert_allclose(outputs["logits"].reshape(6, NUM_ACTIONS), flat_outputs["logits"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(values.reshape(6), flat_values, rtol=1e-6, atol=1e-6)
 
 
-def test_actor_critic_agents_refuse_continuous_actions():
+def test_action_spec_selects_the_policy_head():
     config = defaults("ppo").network
-    with pytest.raises(ConfigError, match="discrete actions") as error:
-        make_network(config, specs.Array((5,), np.float32), specs.BoundedArray((2,), np.float32, -1.0, 1.0))
-    assert error.value.field == "env.name"
+    observation_spec = specs.Array((5,), np.float32)
+    assert make_network(config, observation_spec, ACTION_SPEC).action_head == "categorical"
+    gaussian = make_network(config, observation_spec, specs.BoundedArray((2,), np.float32, -1.0, 1.0))
+    assert (gaussian.action_head, gaussian.action_size) == ("gaussian", 2)
+    variables = gaussian.init(jax.random.PRNGKey(0), jnp.zeros((3, 5)))
+    np.testing.assert_array_equal(variables["params"]["log_std"], np.zeros(2))  # std 1 at the start.
+    outputs, value = gaussian.apply(variables, jnp.ones((3, 5)))
+    assert outputs["mean"].shape == outputs["log_std"].shape == (3, 2) and value.shape == (3,)
+    for spec in (specs.BoundedArray((2, 2), np.float32, -1.0, 1.0), specs.Array((2,), np.int32)):
+        with pytest.raises(ConfigError, match="DiscreteArray or a float vector") as error:
+            make_network(config, observation_spec, spec)
+        assert error.value.field == "env.name"
