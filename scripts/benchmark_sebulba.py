@@ -7,6 +7,10 @@
   environments' speed the actor / learner pipeline keeps.
 - `pong_resnet`: IMPALA with the ResNet torso (channels 16-32-32, unroll 20,
   2 actor threads x 32 environments), one actor and one learner device.
+- `halfcheetah`: `configs/sebulba_halfcheetah_ppo.py` (continuous PPO, 2
+  actor threads x 8 MuJoCo environments, 10 epochs x 32 minibatches per
+  update) against envpool stepping the same 2 x 8 HalfCheetah-v4 environments
+  with random actions.
 
 Frames count Atari frames (agent steps x frame skip 4). Sebulba figures are
 steady state: the log windows after the first `--warmup` updates. On a CPU-only
@@ -49,6 +53,13 @@ def pong_config(torso: str, updates: int, warmup: int):
     return config
 
 
+def halfcheetah_config(updates: int, warmup: int):
+    config = load(os.path.join(CONFIGS, "sebulba_halfcheetah_ppo.py"), {"log_every_updates": 1})
+    steps_per_update = config.actor_threads_per_device * config.envs_per_thread * config.unroll_length
+    config.total_steps = (warmup + updates) * steps_per_update
+    return config
+
+
 def sebulba_frames_per_second(config, warmup: int) -> tuple[float, dict]:
     import podracer
 
@@ -59,28 +70,32 @@ def sebulba_frames_per_second(config, warmup: int) -> tuple[float, dict]:
     return frames / sum(r["seconds"] for r in steady), shares
 
 
-def envpool_frames_per_second(name: str, steps: int) -> float:
-    """envpool alone: `THREADS` Python threads each stepping their own pool with random actions."""
+def envpool_frames_per_second(name: str, steps: int, threads: int = THREADS, envs_per_thread: int = ENVS_PER_THREAD):
+    """envpool alone: `threads` Python threads each stepping their own pool with random actions."""
     from podracer.envs import make_envpool_env
 
-    envs = [make_envpool_env(name, ENVS_PER_THREAD, seed=i * ENVS_PER_THREAD) for i in range(THREADS)]
+    envs = [make_envpool_env(name, envs_per_thread, seed=i * envs_per_thread) for i in range(threads)]
 
     def run(env, seed):
         rng = np.random.default_rng(seed)
+        spec = env.action_spec()
         env.reset()
         for _ in range(steps):
-            env.step(rng.integers(0, env.action_spec().num_values, env.num_envs))
+            if hasattr(spec, "num_values"):
+                env.step(rng.integers(0, spec.num_values, env.num_envs))
+            else:
+                env.step(rng.uniform(spec.minimum, spec.maximum, (env.num_envs, *spec.shape)).astype(spec.dtype))
 
     for env in envs:  # Warm-up.
         env.reset()
-    threads = [threading.Thread(target=run, args=(env, i)) for i, env in enumerate(envs)]
+    workers = [threading.Thread(target=run, args=(env, i)) for i, env in enumerate(envs)]
     start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
     seconds = time.perf_counter() - start
-    frames = THREADS * ENVS_PER_THREAD * steps * envs[0].frames_per_step
+    frames = threads * envs_per_thread * steps * envs[0].frames_per_step
     for env in envs:
         env.close()
     return frames / seconds
@@ -88,15 +103,14 @@ def envpool_frames_per_second(name: str, steps: int) -> float:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["pipeline", "pong_resnet"], action="append")
+    parser.add_argument("--only", choices=["pipeline", "pong_resnet", "halfcheetah"], action="append")
     parser.add_argument("--updates", type=int, default=8, help="steady-state updates measured per Sebulba row")
     parser.add_argument("--warmup", type=int, default=2, help="updates skipped (compilation, first transfers)")
     args = parser.parse_args(argv)
-    rows = args.only or ["pipeline", "pong_resnet"]
+    rows = args.only or ["pipeline", "pong_resnet", "halfcheetah"]
     devices = jax.devices()
     print(
-        f"backend={jax.default_backend()} devices={len(devices)} ({devices[0].device_kind}), "
-        f"cpu cores={os.cpu_count()}, {THREADS} actor threads x {ENVS_PER_THREAD} Pong environments"
+        f"backend={jax.default_backend()} devices={len(devices)} ({devices[0].device_kind}), cpu cores={os.cpu_count()}"
     )
     if "pipeline" in rows:
         config = pong_config("mlp", args.updates, args.warmup)
@@ -112,6 +126,17 @@ def main(argv=None) -> None:
         fps, shares = sebulba_frames_per_second(pong_config("impala_resnet", args.updates, args.warmup), args.warmup)
         print(
             f"sebulba, IMPALA ResNet 16-32-32         {fps:>10,.0f} frames/s   "
+            + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
+            flush=True,
+        )
+    if "halfcheetah" in rows:
+        config = halfcheetah_config(args.updates, args.warmup)
+        threads, envs = config.actor_threads_per_device, config.envs_per_thread
+        raw = envpool_frames_per_second(config.env.name, config.unroll_length * args.updates, threads, envs)
+        fps, shares = sebulba_frames_per_second(config, args.warmup)
+        print(f"envpool alone, HalfCheetah-v4 {threads}x{envs}     {raw:>10,.0f} steps/s")
+        print(
+            f"sebulba, PPO on HalfCheetah-v4         {fps:>10,.0f} steps/s    pipeline efficiency {fps / raw:.2f}   "
             + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
             flush=True,
         )
