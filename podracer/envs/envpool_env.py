@@ -8,11 +8,21 @@ observation, its reward, discount 0 if terminated and 1 if truncated by the
 time limit), the next step is FIRST (first observation of the new episode,
 reward 0, discount 1, its action ignored).
 
+Actions are discrete ids `[B]` (Atari, CartPole: a `DiscreteArray` spec) or,
+for MuJoCo tasks (HalfCheetah-v4, Hopper-v4, Ant-v4, ...), floats
+`[B, action_dim]` (a float32 `BoundedArray` spec with the task's bounds,
+[-1, 1] for these). The caller clips continuous actions to those bounds before
+stepping (see below why it must); `step` checks shapes, dtypes and finiteness.
+Observations that envpool gives as float64 (MuJoCo's) are converted to float32,
+and their spec says so: JAX computes in float32 anyway, and float64 would only
+double the bytes sent to the devices.
+
 Atari tasks get the standard preprocessing (`ATARI_DEFAULTS`); any keyword
 that is not our `sticky_actions` option goes to `envpool.make` unchanged
-(`num_threads`, for instance: envpool's worker threads, 0 lets it choose).
-Rewards are the game's own; clipping them is the learner's business
-(`config.agent.reward_clip`), so episode returns always report the real score.
+(`num_threads`, for instance: envpool's worker threads, 0 lets it choose;
+`max_episode_steps`). Rewards are the game's own; clipping them is the
+learner's business (`config.agent.reward_clip`), so episode returns always
+report the real score.
 
 envpool's behaviour, as checked against envpool 1.2.5 (gymnasium API, CartPole-v1,
 Pong-v5 and Breakout-v5) before writing this module:
@@ -51,6 +61,31 @@ Pong-v5 and Breakout-v5) before writing this module:
 * Returned arrays are fresh each step: later steps do not overwrite them.
 * envpool does not validate actions (a wrong batch size or out-of-range ids
   are silently accepted), so `step` does.
+
+MuJoCo, as checked against envpool 1.2.5 (HalfCheetah-v4, Hopper-v4, Ant-v4):
+
+* Spaces: observations Box float64, unbounded ((17,), (11,), (27,)); actions
+  Box float64 in [-1, 1] ((6,), (3,), (8,)). envpool takes float32 actions
+  too; we send its own float64.
+* Time limit: `max_episode_steps` 1000 agent steps by default. Each agent step
+  is `frame_skip` physics steps (5, 4, 5), which are not frames in the Atari
+  sense: `frames_per_step` stays 1. At the limit envpool sets `truncated`
+  and the next step auto-resets exactly as above (HalfCheetah with
+  `max_episode_steps=5`: truncated at elapsed 5, reward 0 and elapsed 0 next).
+* Termination: HalfCheetah never terminates; Hopper and Ant do when unhealthy
+  (`terminate_when_unhealthy=True`): Hopper pushed with all actions 1 falls
+  at step 22 with `terminated`. With `max_episode_steps=22` the same fall
+  reads as truncated only, as for CartPole, and the info (positions,
+  velocities, reward terms) has no flag to recover it from.
+* Out-of-range actions are not clipped by envpool: MuJoCo clamps the control
+  in the dynamics (HalfCheetah with all actions 10 reaches the same state as
+  with 1) but the control cost uses the raw action (reward -59.0 instead of
+  0.4). Hence the caller clips. A NaN action makes MuJoCo warn ("Nan, Inf or
+  huge value in CTRL") and return NaN rewards; `step` rejects it.
+* envpool checks `action_dim` but accepts a wrong batch size ([3, 6] for 2
+  environments) or a flat [12] array; `step` checks the shape.
+* Seeding (`seed + i`), environment order and fresh arrays as above; `info`
+  adds the reward terms and positions (`x_position`, `x_velocity`, ...).
 """
 
 from __future__ import annotations
@@ -61,9 +96,9 @@ import warnings
 from typing import Any
 
 import numpy as np
-from dm_env import specs
 
-from podracer.envs.host import HostEnvironment
+from podracer.envs import spaces
+from podracer.envs.host import HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
 
 ATARI_DEFAULTS: dict[str, Any] = {
@@ -120,8 +155,7 @@ def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> Envp
             f"Unknown envpool task {name!r}; {hint}`envpool.list_all_envs()` lists the valid ids "
             f"(e.g. 'CartPole-v1', 'Pong-v5')."
         )
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
+    num_envs = check_num_envs(num_envs)
     for key in _RESERVED:
         if key in kwargs:
             raise ValueError(f"{key!r} is fixed by make_envpool_env (gymnasium API, batch_size == num_envs).")
@@ -142,7 +176,7 @@ def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> Envp
         warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
         try:
             pool = _envpool().make(
-                name, env_type="gymnasium", num_envs=int(num_envs), batch_size=int(num_envs), seed=int(seed), **options
+                name, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, seed=int(seed), **options
             )
         except (TypeError, ValueError, AssertionError, RuntimeError) as error:
             message = str(error) or repr(error)
@@ -164,48 +198,45 @@ class EnvpoolEnvironment(HostEnvironment):
         limit = int(getattr(config, "max_episode_steps", 0) or 0)
         self.max_episode_steps: int | None = limit if limit > 0 else None
         self._atari = atari  # info["terminated"] says game over even at the time limit.
-        self._observation_spec = _array_spec(pool.observation_space, "observation")
-        space = pool.action_space
-        if type(space).__name__ != "Discrete" or int(getattr(space, "start", 0)) != 0:
+        try:
+            self._observation_spec = spaces.array_spec(pool.observation_space, "observation", float32=True)
+            self._action_spec = spaces.action_spec(pool.action_space)
+        except ValueError:
             pool.close()
-            raise ValueError(f"Only tasks with discrete actions 0..n-1 are supported; this one has {space}.")
-        self._action_spec = specs.DiscreteArray(int(space.n), dtype=np.int32, name="action")
+            raise
+        self._action_dtype = np.dtype(pool.spec.action_array_spec["action"].dtype)  # int32, or MuJoCo's float64.
         self._env_ids = np.arange(self.num_envs, dtype=np.int32)
         self._pool_done = np.zeros(self.num_envs, bool)  # envpool auto-resets these on the next step.
         self._started = False
         self._closed = False
 
-    def observation_spec(self) -> specs.BoundedArray:
+    def observation_spec(self) -> Any:
         """One environment's observation (no batch axis)."""
         return self._observation_spec
 
-    def action_spec(self) -> specs.DiscreteArray:
-        """One environment's action (no batch axis)."""
+    def action_spec(self) -> spaces.ActionSpec:
+        """One environment's action (no batch axis): discrete, or continuous with float32 bounds."""
         return self._action_spec
 
     def reset(self) -> TimeStep:
         """Starts a new episode in every environment: a FIRST timestep."""
         self._check_open()
         observation, info = self._pool.reset()
-        observation = self._in_env_order(observation, info)
+        observation = spaces.cast(self._in_env_order(observation, info), self._observation_spec)
         self._pool_done = np.zeros(self.num_envs, bool)
         self._started = True
         zeros = np.zeros(self.num_envs, bool)
         return from_flags(observation, np.zeros(self.num_envs, np.float32), zeros, zeros, ~zeros, xp=np)
 
     def step(self, action: np.ndarray) -> TimeStep:
-        """Steps every environment with `action` `[B]`; environments whose last timestep was LAST start anew."""
+        """Steps every environment with `action` (`[B]` ids or `[B, *shape]` floats); LAST ones start anew."""
         self._check_open()
         if not self._started:
             raise RuntimeError("Call reset() before step().")
-        action = np.asarray(action)
-        if action.shape != (self.num_envs,) or not np.issubdtype(action.dtype, np.integer):
-            raise ValueError(
-                f"Expected integer actions of shape ({self.num_envs},), got {action.dtype} {action.shape}."
-            )
-        if action.min() < 0 or action.max() >= self._action_spec.num_values:
-            raise ValueError(f"Actions must lie in [0, {self._action_spec.num_values}); got {action}.")
-        observation, reward, terminated, truncated, info = self._pool.step(action.astype(np.int32, copy=False))
+        action = spaces.check_actions(action, self._action_spec, self.num_envs)
+        observation, reward, terminated, truncated, info = self._pool.step(
+            action.astype(self._action_dtype, copy=False)
+        )
         order = self._order(info)
         if order is not None:
             observation = _take(observation, order)
@@ -220,6 +251,7 @@ class EnvpoolEnvironment(HostEnvironment):
         self._pool_done = terminated | truncated
         if self.max_episode_steps is not None:
             truncated = truncated | (elapsed >= self.max_episode_steps)
+        observation = spaces.cast(observation, self._observation_spec)
         return from_flags(observation, np.asarray(reward, np.float32), terminated, truncated, first, xp=np)
 
     def close(self) -> None:
@@ -250,13 +282,3 @@ def _take(tree: Any, order: np.ndarray) -> Any:
     if isinstance(tree, dict):
         return {key: _take(value, order) for key, value in tree.items()}
     return np.asarray(tree)[order]
-
-
-def _array_spec(space: Any, name: str) -> Any:
-    """A dm_env spec for one environment's part of a gymnasium Box (or Dict of Boxes) space."""
-    if type(space).__name__ == "Dict":
-        return {key: _array_spec(sub, key) for key, sub in space.spaces.items()}
-    low, high = np.asarray(space.low), np.asarray(space.high)
-    minimum = low.flat[0] if low.size and (low == low.flat[0]).all() else low
-    maximum = high.flat[0] if high.size and (high == high.flat[0]).all() else high
-    return specs.BoundedArray(tuple(space.shape), np.dtype(space.dtype), minimum, maximum, name=name)

@@ -21,6 +21,8 @@ import abc
 from collections.abc import Callable
 from typing import Any, Self
 
+import numpy as np
+
 from podracer.envs.timestep import TimeStep
 
 
@@ -57,3 +59,10 @@ class HostEnvironment(abc.ABC):
 
 
 HostEnvFactory = Callable[[int, int], HostEnvironment]  # (num_envs, seed) -> a batch.
+
+
+def check_num_envs(num_envs: Any) -> int:
+    """`num_envs` as an int; `ValueError` unless it is a positive integer (a bool is not)."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
+    return int(num_envs)

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dm_env import specs
 
 from podracer.agents import Trajectory, transitions
 from podracer.envs import FIRST, LAST, MID, EnvpoolEnvironment, HostEnvironment, episodes, make_envpool_env
@@ -260,3 +261,55 @@ def test_bad_actions_and_misuse_raise():
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.reset()
+
+
+def test_mujoco_specs_float_actions_and_float32_observations():
+    env = make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0)
+    assert env.frames_per_step == 1 and env.max_episode_steps == 1000  # frame_skip 5 is physics steps, not frames.
+    observation_spec, action_spec = env.observation_spec(), env.action_spec()
+    assert observation_spec.shape == (17,) and observation_spec.dtype == np.float32  # envpool's float64, converted.
+    assert observation_spec.minimum == -np.inf and observation_spec.maximum == np.inf
+    assert type(action_spec) is specs.BoundedArray and action_spec.shape == (6,) and action_spec.dtype == np.float32
+    assert action_spec.minimum == -1 and action_spec.maximum == 1
+    actions = np.random.default_rng(0).uniform(-1, 1, (20, 2, 6)).astype(np.float32)
+    timesteps, returns, lengths = _run(env, actions)
+    _check_stream(timesteps, returns, lengths)
+    for timestep in timesteps:
+        assert timestep.observation.shape == (2, 17) and timestep.observation.dtype == np.float32
+        observation_spec.validate(timestep.observation[0])
+    again, _, _ = _run(make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0), actions.astype(np.float64))
+    for a, b in zip(timesteps, again, strict=True):  # Same seed and actions (float32 or float64): same stream.
+        jax.tree.map(np.testing.assert_array_equal, a, b)
+    single = make_envpool_env("HalfCheetah-v4", num_envs=1, seed=1).reset().observation
+    np.testing.assert_array_equal(timesteps[0].observation[1], single[0])  # Environment i is seeded seed + i.
+
+
+def test_mujoco_time_limit_truncates_with_discount_one():
+    env = make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0, max_episode_steps=5)
+    timesteps, returns, lengths = _run(env, np.zeros((12, 2, 6), np.float32))
+    step_type, reward, discount = _check_stream(timesteps, returns, lengths)
+    episode = [FIRST, MID, MID, MID, MID, LAST]
+    np.testing.assert_array_equal(step_type[:, 0], episode + episode + [FIRST])
+    assert (step_type == step_type[:, :1]).all() and (discount == 1).all()  # HalfCheetah never terminates.
+    np.testing.assert_array_equal(lengths[5], [5, 5])
+
+
+def test_hopper_falling_terminates_with_discount_zero_except_on_the_last_allowed_step():
+    """Pushing every joint falls at step 22; with a limit of 22 it reads as truncation (module docstring)."""
+    actions = np.ones((25, 1, 3), np.float32)
+    timesteps, returns, lengths = _run(make_envpool_env("Hopper-v4", 1, seed=0), actions)
+    step_type, _, discount = _check_stream(timesteps, returns, lengths)
+    assert step_type[22, 0] == LAST and discount[22, 0] == 0 and (step_type[1:22, 0] == MID).all()
+    assert step_type[23, 0] == FIRST
+    timesteps, _, _ = _run(make_envpool_env("Hopper-v4", 1, seed=0, max_episode_steps=22), actions)
+    assert timesteps[22].step_type[0] == LAST and timesteps[22].discount[0] == 1
+
+
+def test_mujoco_bad_actions_raise_value_errors():
+    env = make_envpool_env("HalfCheetah-v4", 2, seed=0)
+    env.reset()
+    bad = (np.zeros((2, 5)), np.zeros((3, 6)), np.zeros(12), np.zeros((2, 6), np.int32), np.full((2, 6), np.nan))
+    for action in (*bad, np.full((2, 6), np.inf)):
+        with pytest.raises(ValueError, match="(?i)actions"):
+            env.step(action)
+    assert env.step(np.full((2, 6), 3.0)).step_type.shape == (2,)  # Bounds are the caller's to clip, not checked.
