@@ -39,9 +39,11 @@ threads can deadlock. Both start a fresh interpreter (forkserver forks it
 from a small server, which is quicker), so, as with any such worker:
 
 * a script must guard its top-level code with `if __name__ == "__main__":`,
-  since each worker imports the main script again (and so JAX too, if the
-  script imports it: a second or two per worker; the worker code itself
-  imports only Gymnasium, see `gymnasium_worker`);
+  since each worker imports the main script again, and with it whatever the
+  script imports at the top. The worker code itself imports only Gymnasium
+  (`gymnasium_worker`): a CartPole worker starts in about 0.15 CPU seconds
+  and holds about 40 MB; under a script that imports podracer (the `podracer`
+  command does) each worker imports JAX too: 0.85 s and 180 MB here;
 * an id registered only in this process (in a test module, a notebook) works:
   workers get its `EnvSpec`, whose entry point is pickled with it. An entry
   point that is a class or function goes by reference if its module can be
