@@ -1,0 +1,105 @@
+"""Tiny deterministic Gymnasium environments for the tests of `podracer.envs.gymnasium_env`.
+
+They live apart from the test module so that the worker processes, which
+import an entry point's module, import only Gymnasium and numpy here (the test
+module imports podracer and JAX: seconds for every worker). The test module
+registers them.
+"""
+
+import os
+import sys
+import threading
+import time
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+TERMINAL_ACTION = 2
+
+
+class Counter(gymnasium.Env):
+    """Observes [steps taken, sum of actions, a start value drawn at reset]; reward `10 * steps + action`.
+
+    Discrete actions 0, 1, 2 (2 terminates the episode) or, with
+    `continuous=True`, a Box of 2 floats in [-1, 1] (summed; never
+    terminates). Everything but the start value is a function of the actions,
+    so a test can tell which steps the environment really took.
+    """
+
+    def __init__(self, continuous: bool = False):
+        self.observation_space = spaces.Box(-1e6, 1e6, (3,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32) if continuous else spaces.Discrete(3)
+        self._continuous = continuous
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._start = float(self.np_random.integers(0, 1000))
+        self._steps, self._sum = 0, 0.0
+        return self._observation(), {}
+
+    def step(self, action):
+        value = float(np.sum(action)) if self._continuous else int(action)
+        self._steps += 1
+        self._sum += value
+        terminated = not self._continuous and value == TERMINAL_ACTION
+        return self._observation(), 10.0 * self._steps + value, terminated, False, {}
+
+    def _observation(self):
+        return np.array([self._steps, self._sum, self._start], np.float32)
+
+    def imported(self, module: str) -> bool:
+        """Whether this process has imported `module` (called in the workers)."""
+        return module in sys.modules
+
+
+class DictCounter(Counter):
+    """`Counter` observing a dict: {"count": [steps, sum], "start": [start]}."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = spaces.Dict(
+            {"count": spaces.Box(-1e6, 1e6, (2,), np.float32), "start": spaces.Box(0, 1000, (1,), np.float32)}
+        )
+
+    def _observation(self):
+        return {"count": np.array([self._steps, self._sum], np.float32), "start": np.array([self._start], np.float32)}
+
+
+class Crashing(Counter):
+    """`Counter` whose environment seeded `crash_seed` fails on its step number `at_step`, in the way `how` says.
+
+    "raise": raises ValueError; "unpicklable": raises an exception holding a
+    lock, which cannot travel to the parent; "exit": `os._exit(3)`; "hang":
+    sleeps for a minute.
+    """
+
+    def __init__(self, how: str, crash_seed: int, at_step: int = 2):
+        super().__init__()
+        self._how, self._crash_seed, self._at_step = how, crash_seed, at_step
+        self._seed = None
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._seed = seed
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self._seed == self._crash_seed and self._steps + 1 == self._at_step:
+            if self._how == "raise":
+                raise ValueError(f"boom at step {self._at_step}")
+            if self._how == "unpicklable":
+                raise ValueError("holds a lock", threading.Lock())
+            if self._how == "exit":
+                os._exit(3)
+            if self._how == "hang":
+                time.sleep(60)
+        return super().step(action)
+
+
+class DiscreteObservation(Counter):
+    """Observes an integer: not an array space, which host environments refuse."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = spaces.Discrete(5)
