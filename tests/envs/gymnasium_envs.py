@@ -103,3 +103,36 @@ class DiscreteObservation(Counter):
     def __init__(self):
         super().__init__()
         self.observation_space = spaces.Discrete(5)
+
+
+class CuedCorridor(gymnasium.Env):
+    """Start in the middle of 7 cells; a cue drawn at reset says which end pays +1 (the other pays -1).
+
+    Observation: the position one-hot, then the cue one-hot (left, right).
+    Actions: 0 steps left, 1 steps right; either end terminates. A random walk
+    scores 0 on average (less under a time limit), a policy that reads the cue 1.
+    """
+
+    length = 7
+
+    def __init__(self):
+        self.observation_space = spaces.Box(0.0, 1.0, (self.length + 2,), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._position, self._goal_is_right = self.length // 2, bool(self.np_random.integers(2))
+        return self._observation(), {}
+
+    def step(self, action):
+        self._position += 1 if int(action) == 1 else -1
+        at_end = self._position in (0, self.length - 1)
+        reached_goal = self._position == (self.length - 1 if self._goal_is_right else 0)
+        reward = (1.0 if reached_goal else -1.0) if at_end else 0.0
+        return self._observation(), reward, at_end, False, {}
+
+    def _observation(self):
+        observation = np.zeros(self.length + 2, np.float32)
+        observation[self._position] = 1.0
+        observation[self.length + int(self._goal_is_right)] = 1.0
+        return observation

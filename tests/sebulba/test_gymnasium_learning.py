@@ -1,0 +1,24 @@
+"""Sebulba learns a Gymnasium environment that this test registers, stepped in Gymnasium's worker processes."""
+
+import gymnasium
+import pytest
+
+import podracer
+from tests.envs.gymnasium_envs import CuedCorridor
+from tests.helpers import load_config
+
+ENV_ID = "CuedCorridorTest-v0"
+
+
+@pytest.mark.slow
+def test_sebulba_learns_a_gymnasium_environment_registered_here():
+    gymnasium.register(ENV_ID, entry_point=CuedCorridor, max_episode_steps=20)
+    config = load_config(
+        "sebulba_gymnasium_cartpole",
+        {"env.name": f"gymnasium:{ENV_ID}", "envs_per_thread": 4, "unroll_length": 32, "total_steps": 40_000},
+        seed=1,
+    )
+    result = podracer.train(config)
+    final = result.history[-1]["mean_episode_return"]
+    print([round(r["mean_episode_return"], 2) for r in result.history])
+    assert final >= 0.9, f"final mean return {final:.2f}; reading the cue scores 1, a random walk below 0"
