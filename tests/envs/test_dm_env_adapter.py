@@ -1,11 +1,16 @@
-"""dm_env's own conformance suite over `DmEnvAdapter`, for every registered environment.
+"""dm_env's own conformance suite over `DmEnvAdapter`, for every registered environment and some suites' tasks.
 
 One `absltest.TestCase` subclass per name in `podracer.envs.names()`, built by a
-small class factory, so a newly registered environment is covered automatically.
+small class factory, so a newly registered environment is covered automatically;
+the same for `SUITE_NAMES`, a few tasks of each pure-JAX suite, discrete and
+continuous.
 """
+
+import re
 
 import dm_env
 import numpy as np
+import pytest
 from absl.testing import absltest
 from dm_env import specs, test_utils
 
@@ -15,6 +20,14 @@ from podracer.envs import DmEnvAdapter, make, names
 # episode, so dm_env's end-of-episode contract is exercised (checked below).
 SEQUENCE_LENGTH = 150
 MAX_STEPS_TO_LAST = 2000
+SUITE_NAMES = [
+    "gymnax:CartPole-v1",
+    "gymnax:Breakout-MinAtar",  # Image observations, stochastic.
+    "gymnax:Pendulum-v1",  # Continuous actions; episodes end at the time limit only.
+    "gymnax:FrozenLake-misc",  # Discrete observations.
+    "brax:inverted_pendulum",
+]
+SLOW_NAMES = {"brax:inverted_pendulum"}  # Compiling brax's physics takes about 6 s.
 
 
 class _AdapterConformance(test_utils.EnvironmentTestMixin):
@@ -27,11 +40,12 @@ class _AdapterConformance(test_utils.EnvironmentTestMixin):
         spec = self.environment.action_spec()
         rng = np.random.default_rng(0)
         for _ in range(SEQUENCE_LENGTH):
-            yield (
-                spec.dtype.type(rng.integers(spec.num_values))
-                if isinstance(spec, specs.DiscreteArray)
-                else spec.generate_value()
-            )
+            if isinstance(spec, specs.DiscreteArray):
+                yield spec.dtype.type(rng.integers(spec.num_values))
+            elif isinstance(spec, specs.BoundedArray):
+                yield rng.uniform(spec.minimum, spec.maximum, spec.shape).astype(spec.dtype)
+            else:
+                yield spec.generate_value()
 
     def test_random_policy_reaches_last_then_restarts(self):
         self.reset_environment()
@@ -75,10 +89,11 @@ def _leaves(tree):
     return [tree]
 
 
-for _name in names():
-    _class_name = f"DmEnvConformanceTest_{_name}"
-    globals()[_class_name] = type(_class_name, (_AdapterConformance, absltest.TestCase), {"env_name": _name})
-del _name, _class_name
+for _name in [*names(), *SUITE_NAMES]:
+    _class_name = "DmEnvConformanceTest_" + re.sub(r"\W", "_", _name)
+    _marks = {"pytestmark": [pytest.mark.slow]} if _name in SLOW_NAMES else {}
+    globals()[_class_name] = type(_class_name, (_AdapterConformance, absltest.TestCase), {"env_name": _name, **_marks})
+del _name, _class_name, _marks
 
 
 def test_every_registered_env_is_covered():
@@ -87,7 +102,7 @@ def test_every_registered_env_is_covered():
         for cls in globals().values()
         if isinstance(cls, type) and issubclass(cls, _AdapterConformance) and cls is not _AdapterConformance
     }
-    assert covered == set(names())
+    assert covered == {*names(), *SUITE_NAMES}
 
 
 if __name__ == "__main__":
