@@ -113,4 +113,28 @@ def _brax_env(task: str, episode_length: int, action_repeat: int, env_kwargs: Se
     with warnings.catch_warnings():  # Brax's notice that MJX is its maintained successor, once per build.
         warnings.filterwarnings("ignore", "Brax System, piplines and environments are not actively", UserWarning)
         env = brax.envs.get_environment(task, **dict(env_kwargs))
-    return EpisodeWrapper(env, episode_length, action_repeat)
+    return EpisodeWrapper(_VaryLikeTheState(env), episode_length, action_repeat)
+
+
+class _VaryLikeTheState(brax.envs.Wrapper):
+    """Makes every leaf brax's `step` returns vary over the device axes the input state varies over.
+
+    Under `shard_map` (Anakin) the state varies over the device axis, but a leaf
+    computed from constants does not (inverted_pendulum's reward is always 1.0),
+    and `EpisodeWrapper`'s `lax.scan` over action repeats then fails, since its
+    carry must keep one type. Outside any mesh there is nothing to change.
+    """
+
+    def step(self, state: brax.envs.State, action: jax.Array) -> brax.envs.State:
+        axes = frozenset().union(*(_varying_axes(leaf) for leaf in jax.tree.leaves((state, action))))
+
+        def vary(leaf):
+            missing = tuple(sorted(axes - _varying_axes(leaf)))
+            return jax.lax.pcast(leaf, missing, to="varying") if missing else leaf
+
+        return jax.tree.map(vary, self.env.step(state, action))
+
+
+def _varying_axes(leaf: jax.Array) -> frozenset:
+    """The mesh axes a traced value varies over inside `shard_map` (empty outside one)."""
+    return jax.typeof(leaf).mat.varying
