@@ -139,6 +139,8 @@ def make_environment(config: ConfigDict, factory: Callable, *args: Any) -> Any:
     """`factory(*args, **config.env.kwargs)`, with the environment's refusal of its options as a `ConfigError`."""
     try:
         return factory(*args, **config.env.kwargs)
+    except ConfigError:  # The registry's, on env.name.
+        raise
     except (TypeError, ValueError) as error:
         raise ConfigError(
             "env.kwargs",

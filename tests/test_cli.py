@@ -52,6 +52,8 @@ BAD_INPUTS = [
     (CATCH, ["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
     (CATCH, ["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
     (CATCH, ["--config.agent.name=dqn"], 1, ["config.agent.name", "'dqn'", "ppo"]),
+    (CATCH, ["--config.env.name=gymnax:Breakout-MinAtr"], 1, ["config.env.name", "gymnax:Breakout-MinAtar"]),
+    (CATCH, ["--config.env.name=foo:bar"], 1, ["config.env.name", "unknown suite 'foo'", "gymnax"]),
     (
         CATCH,
         ["--config.num_envs=many"],
@@ -93,6 +95,8 @@ BAD_INPUTS = [
         1,
         ["config.env.name", "not a registered host environment or an envpool task", "Pong-v5"],
     ),
+    (SEBULBA, ["--config.env.name=gymnasium:Nope-v0"], 1, ["config.env.name", "gymnasium has no environment"]),
+    (SEBULBA, ["--config.env.name=gymnax:CartPole-v1"], 1, ["config.env.name", "run under anakin, not sebulba"]),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
 ]
 

@@ -26,7 +26,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "num_envs", at_least=1, example=64)
     field_checks.integer(config, "updates_per_dispatch", at_least=1, example=10)
     if env_from_config:
-        envs.check(config.env.name, host=False)
+        envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
 
 
 def devices(config: ConfigDict) -> list[jax.Device]:

@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import functools
 import importlib
+import importlib.util
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -86,11 +87,15 @@ def names() -> list[str]:
     return sorted(_JAX)
 
 
-def check(name: Any, *, host: bool) -> None:
+def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
     """Raises `ConfigError` on `env.name` unless `name` builds an environment of the kind asked for.
 
     Imports the suite a `SUITE:TASK` name uses (which must be installed) to
-    look the task up; builds nothing.
+    look the task up; builds nothing. With `import_suite=False` (static
+    validation) a suite's task is not looked up, only its prefix, architecture
+    and installation: importing gymnax starts JAX's backends, which must wait
+    until the job has started (`podracer.distributed.start`); `make` and
+    `host_factory` look the task up.
     """
     architecture = "sebulba" if host else "anakin"
     if not isinstance(name, str) or not name:
@@ -105,6 +110,10 @@ def check(name: Any, *, host: bool) -> None:
                 f"{prefix} environments run under {runs_on}, not {architecture}",
                 f"set --config.architecture={runs_on}, or choose a {architecture} environment",
             )
+        if not import_suite:
+            if importlib.util.find_spec(suite.package) is None:
+                raise _missing_suite(prefix, suite)
+            return
         adapter = _adapter(prefix)
         if not adapter.is_task(task):
             hint = _close_matches(task, adapter.task_names(), prefix)
@@ -168,11 +177,15 @@ def _adapter(prefix: str) -> ModuleType:
     except ModuleNotFoundError as error:
         if error.name is None or error.name.split(".")[0] != suite.package:
             raise
-        raise ConfigError(
-            "env.name",
-            f"{prefix} environments need the {suite.package} package, which is not installed",
-            f"pip install -e '.[{suite.package}]' (or pip install 'podracer[{suite.package}]')",
-        ) from None
+        raise _missing_suite(prefix, suite) from None
+
+
+def _missing_suite(prefix: str, suite: Suite) -> ConfigError:
+    return ConfigError(
+        "env.name",
+        f"{prefix} environments need the {suite.package} package, which is not installed",
+        f"pip install -e '.[{suite.package}]' (or pip install 'podracer[{suite.package}]')",
+    )
 
 
 def _close_matches(task: str, tasks: list[str], prefix: str) -> str:

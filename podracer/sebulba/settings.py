@@ -44,7 +44,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
             "use 0 (act with the newest parameters) or 1 (one update behind, acting overlaps learning)",
         )
     if env_from_config:
-        envs.check(config.env.name, host=True)
+        envs.check(config.env.name, host=True, import_suite=False)  # Tasks are looked up as envs are built.
 
 
 def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:

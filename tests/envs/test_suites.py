@@ -48,3 +48,15 @@ def test_a_missing_suite_names_its_pip_extra(monkeypatch, package):
     monkeypatch.delitem(sys.modules, f"podracer.envs.{package}_env")
     with pytest.raises(ConfigError, match=rf"need the {package} package.*pip install -e '\.\[{package}\]'"):
         envs.check(f"{package}:anything", host=False)
+
+
+def test_static_validation_leaves_the_task_to_the_build(monkeypatch):
+    """Importing gymnax starts JAX, which must wait for the job to start; so validation only checks the prefix."""
+    envs.check("gymnax:Nope-v0", host=False, import_suite=False)  # Looked up later, by envs.make.
+    with pytest.raises(ConfigError, match="unknown suite"):
+        envs.check("foo:bar", host=False, import_suite=False)
+    with pytest.raises(ConfigError, match="run under anakin"):
+        envs.check("brax:ant", host=True, import_suite=False)
+    monkeypatch.setitem(sys.modules, "gymnax", None)
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[gymnax\]'"):
+        envs.check("gymnax:CartPole-v1", host=False, import_suite=False)
