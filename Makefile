@@ -26,7 +26,7 @@ run: $(VENV)/.installed
 test: lint
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
-# Everything but the learning tests (marked slow), for quick loops.
+# Everything but the tests marked slow (learning tests, big compiles), for quick loops.
 test-fast: lint
 	$(BIN)/python -m pytest -n 2 -m "not slow" $(PYTEST_ARGS)
 

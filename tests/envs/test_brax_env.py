@@ -11,6 +11,7 @@ from podracer.envs import LAST, MID, brax_env
 from podracer.envs.wrappers import Batched
 
 
+@pytest.mark.slow  # Compiles brax's physics: about 6 s on 2 cores.
 def test_inverted_pendulum_terminates_when_pushed_and_is_truncated_when_left_alone():
     """Two pendulums side by side: one pushed until the pole falls (discount 0), one left alone to the time limit."""
     episode_length = 20  # Left alone, the pole stays up longer than this; pushed, it falls in a few steps.

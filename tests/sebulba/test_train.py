@@ -100,6 +100,7 @@ def test_telemetry_fields():
         assert 0.0 < record[share] < 3.0, (share, record[share])
 
 
+@pytest.mark.slow  # Compiles the IMPALA ResNet for 84x84 frames: about 12 s on 2 cores.
 def test_pong_impala_runs_a_few_updates():
     config = load_config("sebulba_pong_impala", envs_per_thread=2, total_steps=20 * 2 * 2 * 2, log_every_updates=1)
     history = podracer.train(config).history
