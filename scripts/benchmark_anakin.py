@@ -35,6 +35,10 @@ BENCHMARKS = {
         "anakin_cartpole_ppo.py",
         {"num_envs": 2048, "total_steps": 2048 * 128 * 10, "updates_per_dispatch": 1, "cpu_threads": 0},
     ),
+    # The environment suites (extras): gymnax's MinAtar Breakout and Pendulum, Brax's inverted_pendulum.
+    "minatar_breakout_ppo": ("anakin_minatar_breakout_ppo.py", {"total_steps": 64 * 128 * 61 * 3}),
+    "pendulum_ppo": ("anakin_pendulum_ppo.py", {}),
+    "brax_inverted_pendulum_ppo": ("anakin_brax_ppo.py", {"total_steps": 128 * 32 * 49 * 3}),
 }
 
 

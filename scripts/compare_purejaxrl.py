@@ -1,16 +1,21 @@
-"""Side-by-side throughput against PureJaxRL's single-file PPO on CleanRL's CartPole workload.
+"""Side-by-side throughput against PureJaxRL's single-file PPO, on CartPole or on MinAtar Breakout.
 
 PureJaxRL (github.com/luchris429/purejaxrl) is not a dependency of podracer:
 point `--purejaxrl` at a checkout, in an environment with its requirements
-(gymnax, distrax, brax). Its `purejaxrl/ppo.py` trains the whole run in one
-compiled program; podracer runs `configs/anakin_cartpole_ppo.py`, the same
-workload (4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps).
+(gymnax, distrax). Its `purejaxrl/ppo.py` trains the whole run in one
+compiled program. `--task cartpole` (the default) runs CleanRL's CartPole
+workload in both (4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps;
+podracer's `configs/anakin_cartpole_ppo.py`, its own pure-JAX CartPole).
+`--task breakout` runs PureJaxRL's MinAtar settings on gymnax's
+Breakout-MinAtar in both (64 envs x 128 steps, 4 epochs x 8 minibatches,
+ReLU 64-64 actor and critic; podracer's `configs/anakin_minatar_breakout_ppo.py`
+through its gymnax adapter), for 122 updates (1e6 steps) instead of 1e7 steps.
 
 Both are compiled first, then full runs alternate in this one process, so the
 two see the same machine load; on a shared VM only such paired figures mean
 anything. Compilation is left out of both. Usage:
 
-    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--pairs 6]
+    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--task breakout] [--pairs 6]
 
 Both run with XLA:CPU's thread pool sized by `--cpu-threads` (default: the
 podracer config's `cpu_threads`); start the script with `PJRT_NPROC` unset and
@@ -23,10 +28,10 @@ import statistics
 import sys
 import time
 
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_cartpole_ppo.py")
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
 # PureJaxRL's CartPole settings (its ppo.py `__main__`), which are CleanRL's.
-PUREJAXRL_CONFIG = {
+CARTPOLE = {
     "LR": 2.5e-4,
     "NUM_ENVS": 4,
     "NUM_STEPS": 128,
@@ -44,11 +49,62 @@ PUREJAXRL_CONFIG = {
     "ANNEAL_LR": True,
     "DEBUG": False,
 }
+# PureJaxRL's MinAtar settings (examples/brax_minatar.ipynb), run for 122 of their 1,220 updates.
+BREAKOUT = {
+    **CARTPOLE,
+    "LR": 5e-3,
+    "NUM_ENVS": 64,
+    "NUM_STEPS": 128,
+    "TOTAL_TIMESTEPS": 122 * 64 * 128,
+    "NUM_MINIBATCHES": 8,
+    "ACTIVATION": "relu",
+    "ENV_NAME": "Breakout-MinAtar",
+}
+# Per task: podracer's config file, its overrides for the same run, and PureJaxRL's settings.
+TASKS = {
+    "cartpole": ("anakin_cartpole_ppo.py", {}, CARTPOLE),
+    "breakout": ("anakin_minatar_breakout_ppo.py", {"total_steps": 122 * 64 * 128}, BREAKOUT),
+}
+
+
+def _gymnax_splits_done(gymnax) -> bool:
+    """Whether this gymnax's `step` returns terminated and truncated apart (1.0 on), not the one `done` of 0.0.x."""
+    env, params = gymnax.make("CartPole-v1")
+    import jax
+
+    outputs = jax.eval_shape(env.step, jax.random.key(0), env.reset(jax.random.key(0), params)[1], 0, params)
+    return len(outputs) == 6
+
+
+def _with_one_done_flag(make):
+    """`gymnax.make` whose environments' `step` returns gymnax 0.0.x's `(obs, state, reward, done, info)`.
+
+    PureJaxRL's ppo.py was written against gymnax 0.0.x; with gymnax 1.0 its step
+    returns terminated and truncated apart, and `done` is their union.
+    """
+
+    class OneDoneFlag:
+        def __init__(self, env):
+            self._env = env
+
+        def __getattr__(self, name):
+            return getattr(self._env, name)
+
+        def step(self, key, state, action, params=None):
+            obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+            return obs, state, reward, terminated | truncated, info
+
+    def wrapped(name, **kwargs):
+        env, params = make(name, **kwargs)
+        return OneDoneFlag(env), params
+
+    return wrapped
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--purejaxrl", required=True, help="a PureJaxRL checkout (the folder holding purejaxrl/ppo.py)")
+    parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
     parser.add_argument("--pairs", type=int, default=6, help="alternating runs of each")
     parser.add_argument("--cpu-threads", type=int, default=None, help="XLA:CPU threads for both (0: one per core)")
     args = parser.parse_args(argv)
@@ -58,7 +114,8 @@ def main(argv=None) -> int:
     from podracer.config import load
     from podracer.cpu_threads import set_cpu_threads
 
-    config = load(CONFIG)
+    config_file, overrides, purejaxrl_config = TASKS[args.task]
+    config = load(os.path.join(CONFIGS, config_file), overrides)
     if args.cpu_threads is not None:
         config.cpu_threads = args.cpu_threads
     set_cpu_threads(config.cpu_threads)  # Before JAX starts, for both programs.
@@ -66,11 +123,17 @@ def main(argv=None) -> int:
 
     import podracer
 
-    sys.path.insert(0, os.path.abspath(args.purejaxrl))
+    checkout = os.path.abspath(args.purejaxrl)
+    sys.path[:0] = [checkout, os.path.join(checkout, "purejaxrl")]  # Its ppo.py imports its own `wrappers`.
+    import gymnax
+
+    if _gymnax_splits_done(gymnax):
+        gymnax.make = _with_one_done_flag(gymnax.make)
     from purejaxrl.ppo import make_train
 
-    purejaxrl_run = jax.jit(make_train(dict(PUREJAXRL_CONFIG))).lower(jax.random.PRNGKey(0)).compile()
-    steps = int(PUREJAXRL_CONFIG["TOTAL_TIMESTEPS"]) // 512 * 512
+    purejaxrl_run = jax.jit(make_train(dict(purejaxrl_config))).lower(jax.random.PRNGKey(0)).compile()
+    batch = purejaxrl_config["NUM_ENVS"] * purejaxrl_config["NUM_STEPS"]
+    steps = int(purejaxrl_config["TOTAL_TIMESTEPS"]) // batch * batch
 
     def time_purejaxrl(seed: int) -> float:
         start = time.perf_counter()
@@ -83,7 +146,7 @@ def main(argv=None) -> int:
         per_dispatch = history[0]["step"]
         return history[-1]["step"] / sum(per_dispatch / record["steps_per_second"] for record in history)
 
-    print(f"XLA:CPU threads={os.environ.get('PJRT_NPROC', 'one per core')}, {steps:,} steps per run")
+    print(f"{args.task}: XLA:CPU threads={os.environ.get('PJRT_NPROC', 'one per core')}, {steps:,} steps per run")
     time_purejaxrl(0)  # Warm-up.
     speed_ups = []
     for seed in range(args.pairs):
