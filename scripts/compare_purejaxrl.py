@@ -27,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+import types
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -127,6 +128,10 @@ def main(argv=None) -> int:
     sys.path[:0] = [checkout, os.path.join(checkout, "purejaxrl")]  # Its ppo.py imports its own `wrappers`.
     import gymnax
 
+    try:
+        import navix  # noqa: F401 -- PureJaxRL's wrappers.py imports it for a wrapper ppo.py does not use.
+    except ImportError:
+        sys.modules["navix"] = types.ModuleType("navix")  # A stand-in, so that wrappers.py imports without it.
     if _gymnax_splits_done(gymnax):
         gymnax.make = _with_one_done_flag(gymnax.make)
     from purejaxrl.ppo import make_train
