@@ -115,31 +115,24 @@ def main(argv=None) -> None:
     if "pipeline" in rows:
         config = pong_config("mlp", args.updates, args.warmup)
         raw = envpool_frames_per_second(config.env.name, steps=config.unroll_length * args.updates)
-        fps, shares = sebulba_frames_per_second(config, args.warmup)
-        print(f"envpool alone (random actions)         {raw:>10,.0f} frames/s")
-        print(
-            f"sebulba, MLP(64) on pixels             {fps:>10,.0f} frames/s   pipeline efficiency {fps / raw:.2f}   "
-            + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
-            flush=True,
-        )
+        report("envpool alone (random actions)", "frames/s", raw)
+        report("sebulba, MLP(64) on pixels", "frames/s", *sebulba_frames_per_second(config, args.warmup), raw=raw)
     if "pong_resnet" in rows:
-        fps, shares = sebulba_frames_per_second(pong_config("impala_resnet", args.updates, args.warmup), args.warmup)
-        print(
-            f"sebulba, IMPALA ResNet 16-32-32         {fps:>10,.0f} frames/s   "
-            + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
-            flush=True,
-        )
+        config = pong_config("impala_resnet", args.updates, args.warmup)
+        report("sebulba, IMPALA ResNet 16-32-32", "frames/s", *sebulba_frames_per_second(config, args.warmup))
     if "halfcheetah" in rows:
         config = halfcheetah_config(args.updates, args.warmup)
         threads, envs = config.actor_threads_per_device, config.envs_per_thread
         raw = envpool_frames_per_second(config.env.name, config.unroll_length * args.updates, threads, envs)
-        fps, shares = sebulba_frames_per_second(config, args.warmup)
-        print(f"envpool alone, HalfCheetah-v4 {threads}x{envs}     {raw:>10,.0f} steps/s")
-        print(
-            f"sebulba, PPO on HalfCheetah-v4         {fps:>10,.0f} steps/s    pipeline efficiency {fps / raw:.2f}   "
-            + " ".join(f"{k}={v:.2f}" for k, v in shares.items()),
-            flush=True,
-        )
+        report(f"envpool alone, HalfCheetah-v4 {threads}x{envs}", "steps/s", raw)
+        report("sebulba, PPO on HalfCheetah-v4", "steps/s", *sebulba_frames_per_second(config, args.warmup), raw=raw)
+
+
+def report(label: str, unit: str, rate: float, shares: dict | None = None, raw: float | None = None) -> None:
+    """One row: the rate, the pipeline efficiency against envpool's `raw` rate, and the time shares."""
+    efficiency = f"pipeline efficiency {rate / raw:.2f}   " if raw else ""
+    shares = " ".join(f"{k}={v:.2f}" for k, v in (shares or {}).items())
+    print(f"{label:<38} {rate:>10,.0f} {unit}   {efficiency}{shares}", flush=True)
 
 
 if __name__ == "__main__":

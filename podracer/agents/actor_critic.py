@@ -20,22 +20,13 @@ from podracer import field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.losses import policy_gradient_loss
-from podracer.agents.network_agent import NORMALIZATION_DEFAULTS, one_step_agent, validate_shared
+from podracer.agents.network_agent import one_step_agent, shared_defaults, validate_shared
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import Trajectory, transitions
 
 
 def defaults() -> ConfigDict:
-    return ConfigDict(
-        {
-            "gamma": 0.99,
-            "td_lambda": 0.9,
-            "value_cost": 0.5,
-            "entropy_cost": 0.01,
-            "reward_clip": 0.0,
-            **NORMALIZATION_DEFAULTS,
-        }
-    )
+    return shared_defaults(td_lambda=0.9)
 
 
 def validate(config: ConfigDict) -> None:

@@ -36,6 +36,12 @@ NORMALIZATION_DEFAULTS = {
 }
 
 
+def shared_defaults(**own: Any) -> ConfigDict:
+    """`config.agent` of a built-in actor-critic agent: the fields they all have (`validate_shared`), then `own`."""
+    shared = {"gamma": 0.99, "value_cost": 0.5, "entropy_cost": 0.01, "reward_clip": 0.0}
+    return ConfigDict({**shared, **own, **NORMALIZATION_DEFAULTS})
+
+
 @struct.dataclass
 class Normalizers:
     """The running statistics a network agent keeps in its learner state; None where switched off."""

@@ -23,7 +23,7 @@ from ml_collections import ConfigDict
 from podracer import collectives, field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
-from podracer.agents.network_agent import NORMALIZATION_DEFAULTS, hyperparameters, network_agent, validate_shared
+from podracer.agents.network_agent import hyperparameters, network_agent, shared_defaults, validate_shared
 from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
 from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
@@ -31,20 +31,13 @@ from podracer.errors import ConfigError
 
 
 def defaults() -> ConfigDict:
-    return ConfigDict(
-        {
-            "gamma": 0.99,
-            "gae_lambda": 0.95,
-            "num_epochs": 4,
-            "num_minibatches": 4,
-            "clip_epsilon": 0.2,
-            "clip_value_loss": True,
-            "normalize_advantages": True,
-            "value_cost": 0.5,
-            "entropy_cost": 0.01,
-            "reward_clip": 0.0,
-            **NORMALIZATION_DEFAULTS,
-        }
+    return shared_defaults(
+        gae_lambda=0.95,
+        num_epochs=4,
+        num_minibatches=4,
+        clip_epsilon=0.2,
+        clip_value_loss=True,
+        normalize_advantages=True,
     )
 
 
