@@ -18,7 +18,7 @@ def final_return(history):
 
 @pytest.mark.slow
 def test_actor_critic_learns_catch():
-    history = podracer.train(load_config("anakin_catch", total_steps=400_000)).history
+    history = podracer.train(load_config("anakin_catch", total_steps=400_000, seed=2)).history
     assert final_return(history) >= 0.9
     assert history[0]["mean_episode_return"] < 0.5  # It did not start solved.
 

@@ -112,5 +112,6 @@ def test_pong_impala_runs_a_few_updates():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["sebulba_cartpole_impala", "sebulba_cartpole_ppo"])
 def test_learns_envpool_cartpole(name):
-    history = podracer.train(load_config(name)).history
+    """The shipped config, as shipped, on seed 3: not 0, and not one the configs were tuned on (they solve 0-4)."""
+    history = podracer.train(load_config(name, seed=3)).history
     assert history[-1]["mean_episode_return"] >= 475, [round(r["mean_episode_return"]) for r in history]
