@@ -36,6 +36,7 @@ def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
     assert "mean episode return" in result.stdout
 
 
+@pytest.mark.slow  # A whole training run in a subprocess, about 8 s, for the progress bar's text.
 def test_progress_bar_shows_steps_rate_and_return(tmp_path):
     result = run_cli("train", "--config", CATCH, "--config.total_steps=20480")
     assert result.returncode == 0, result.stderr

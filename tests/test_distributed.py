@@ -49,6 +49,7 @@ def test_two_processes_train_to_bitwise_identical_parameters(tmp_path, architect
     assert records[-1]["step"] == overrides["total_steps"] and records[-1]["steps_per_second"] > 0
 
 
+@pytest.mark.slow  # A pod of processes through the launcher, about 16 s; the pod tests above cover training.
 def test_launch_local_reports_the_job_once(tmp_path):
     result = subprocess.run(
         [
