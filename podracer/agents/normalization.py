@@ -68,18 +68,19 @@ def update(
         return jnp.sum(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)) * x, batch_axes)
 
     count, sums = collectives.total((jnp.sum(mask), jax.tree.map(masked_sum, values)), axis_name)
-    count = jnp.maximum(count, 1.0)
-    batch_mean = jax.tree.map(lambda s: s / count, sums)
+    batch_mean = jax.tree.map(lambda s: s / jnp.maximum(count, 1.0), sums)
     squared_deviations = jax.tree.map(lambda x, m: masked_sum((x - m) ** 2), values, batch_mean)
-    batch_variance = jax.tree.map(lambda s: s / count, collectives.total(squared_deviations, axis_name))
+    batch_variance = jax.tree.map(
+        lambda s: s / jnp.maximum(count, 1.0), collectives.total(squared_deviations, axis_name)
+    )
     total = statistics.count + count
+    weight = count / jnp.maximum(total, 1.0)  # The batch's share: 0 when every value is masked out.
 
     def merge_mean(mean, batch):
-        return mean + (batch - mean) * count / total
+        return mean + (batch - mean) * weight
 
     def merge_variance(variance, mean, batch_var, batch):
-        delta = batch - mean
-        return (statistics.count * variance + count * batch_var + delta**2 * statistics.count * count / total) / total
+        return (1.0 - weight) * variance + weight * batch_var + (batch - mean) ** 2 * weight * (1.0 - weight)
 
     return RunningStatistics(
         count=total,

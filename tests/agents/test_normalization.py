@@ -43,6 +43,13 @@ def test_masked_values_are_left_out():
     np.testing.assert_allclose(statistics.variance, kept.var(0), rtol=1e-4)
 
 
+def test_a_batch_with_every_value_masked_out_changes_nothing():
+    statistics = normalization.update(normalization.init(jnp.zeros(3)), _batches()[0], 2, None)
+    unchanged = normalization.update(statistics, _batches()[1], 2, None, mask=jnp.zeros((4, 6)))
+    for a, b in zip(jax.tree.leaves(statistics), jax.tree.leaves(unchanged), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def test_every_device_ends_with_the_statistics_of_the_whole_batch():
     """Each of 2 devices sees half the environments; both end with the moments of all of them."""
     batch = _batches()[2]
