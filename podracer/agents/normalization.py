@@ -74,13 +74,17 @@ def update(
         lambda s: s / jnp.maximum(count, 1.0), collectives.total(squared_deviations, axis_name)
     )
     total = statistics.count + count
-    weight = count / jnp.maximum(total, 1.0)  # The batch's share: 0 when every value is masked out.
+    merged = jnp.maximum(total, 1.0)  # Only 0 when nothing was ever seen; then the batch adds nothing.
 
     def merge_mean(mean, batch):
-        return mean + (batch - mean) * weight
+        return mean + (batch - mean) * count / merged
 
     def merge_variance(variance, mean, batch_var, batch):
-        return (1.0 - weight) * variance + weight * batch_var + (batch - mean) ** 2 * weight * (1.0 - weight)
+        delta = batch - mean
+        pooled = (
+            statistics.count * variance + count * batch_var + delta**2 * statistics.count * count / merged
+        ) / merged
+        return jnp.where(total > 0, pooled, variance)
 
     return RunningStatistics(
         count=total,

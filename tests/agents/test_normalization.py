@@ -48,6 +48,10 @@ def test_a_batch_with_every_value_masked_out_changes_nothing():
     unchanged = normalization.update(statistics, _batches()[1], 2, None, mask=jnp.zeros((4, 6)))
     for a, b in zip(jax.tree.leaves(statistics), jax.tree.leaves(unchanged), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+    empty = normalization.init(jnp.zeros(3))
+    still_empty = normalization.update(empty, _batches()[1], 2, None, mask=jnp.zeros((4, 6)))
+    for a, b in zip(jax.tree.leaves(empty), jax.tree.leaves(still_empty), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_every_device_ends_with_the_statistics_of_the_whole_batch():
