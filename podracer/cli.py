@@ -1,21 +1,29 @@
 """The `podracer` command line.
 
     podracer train --config configs/X.py [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
+    podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
 
 Configuration errors (an unknown field, a value that cannot work on this
 machine) are reported with the field and the fix, before anything is
 compiled or written, and exit with status 2. A failed Sebulba thread exits 1
-with its traceback; SIGINT and SIGTERM exit 130 and 143 after a clean stop.
+with its traceback; SIGINT and SIGTERM exit 130 and 143 after a clean stop. `plot` draws the
+runs' learning curves, throughput and time shares (`podracer.plot.summary`)
+into one image; a missing workdir or one without `metrics.jsonl` exits 2.
 """
 
+import os
 import sys
 from collections.abc import Sequence
 
 USAGE = """usage: podracer train --config CONFIG_FILE [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
+       podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
 
 commands:
   train   train an agent described by an ml_collections config file (see configs/)
+  plot    draw the learning curves, throughput and time shares of runs (their workdirs), overlaid
 """
+
+PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -56,7 +64,7 @@ def train(argv: Sequence[str]) -> int:
     try:
         path, overrides, workdir, progress = parse_train_arguments(argv)
     except UsageError as error:
-        return _error(error)
+        return _error("train", error)
 
     # Imported here, so a malformed command line is reported without loading JAX.
     import jax
@@ -67,13 +75,13 @@ def train(argv: Sequence[str]) -> int:
     try:
         config = podracer.load_config(path, overrides)
     except (ValueError, OSError) as error:  # ConfigError included.
-        return _error(error)
+        return _error("train", error)
     try:
         result = podracer.train(config, workdir=workdir, callbacks=[podracer.ProgressBar()] if progress else [])
     except podracer.ConfigError as error:
-        return _error(error)
+        return _error("train", error)
     except ThreadFailed as error:
-        return _error(error, EXIT_FAILURE)
+        return _error("train", error, EXIT_FAILURE)
     except StoppedBySignal as error:
         print(f"podracer train: {error}", file=sys.stderr)
         return 128 + error.signal_number
@@ -88,8 +96,73 @@ def train(argv: Sequence[str]) -> int:
     return 0
 
 
-def _error(error: Exception, code: int = EXIT_USAGE) -> int:
-    print(f"podracer train: error: {error}", file=sys.stderr)
+def parse_plot_arguments(argv: Sequence[str]) -> tuple[list[str], str, str | None]:
+    """`(workdirs, output path, title)` from the arguments after `plot`."""
+    workdirs, out, title = [], None, None
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, has_value, value = arg.partition("=")
+        if name in ("--out", "--title"):
+            if not has_value:
+                if not args:
+                    raise UsageError(f"{name} needs a value")
+                value = args.pop(0)
+            out, title = (value, title) if name == "--out" else (out, value)
+        elif arg.startswith("-"):
+            raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
+        else:
+            workdirs.append(arg)
+    if not workdirs:
+        raise UsageError("give at least one WORKDIR, the --workdir of a `podracer train` run")
+    if out is None:
+        raise UsageError("--out is required, e.g. --out runs/catch.png")
+    if os.path.splitext(out)[1].lower() not in PLOT_FORMATS:
+        raise UsageError(f"--out {out!r}: name a {', '.join(PLOT_FORMATS)} file")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise UsageError(f"--out {out!r}: its folder does not exist; create it or choose another")
+    return workdirs, out, title
+
+
+def plot(argv: Sequence[str]) -> int:
+    try:
+        workdirs, out, title = parse_plot_arguments(argv)
+    except UsageError as error:
+        return _error("plot", error)
+    from podracer import plot as plot_lib  # numpy only; matplotlib is imported when drawing.
+
+    try:
+        runs = {
+            label: plot_lib.read_metrics(workdir) for label, workdir in zip(_labels(workdirs), workdirs, strict=True)
+        }
+    except (OSError, ValueError) as error:
+        return _error("plot", error)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # Files only: no display needed.
+    except ImportError:
+        return _error("plot", "matplotlib is not installed: pip install -e '.[plot]' (or pip install matplotlib)")
+    figure = plot_lib.summary(runs, title=title)
+    partial = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.partial")
+    try:
+        plot_lib.save(figure, partial, file_format=os.path.splitext(out)[1][1:].lower())
+        os.replace(partial, out)  # Atomic: a reader never sees half an image.
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    print(f"wrote {out}: {_count(len(runs), 'run')}, {sum(len(r) for r in runs.values())} log records")
+    return 0
+
+
+def _labels(workdirs: Sequence[str]) -> list[str]:
+    """Each workdir's folder name, or its whole path where two folder names are the same."""
+    names = [os.path.basename(os.path.normpath(workdir)) for workdir in workdirs]
+    return names if len(set(names)) == len(names) else [os.path.normpath(workdir) for workdir in workdirs]
+
+
+def _error(command: str, error: Exception | str, code: int = EXIT_USAGE) -> int:
+    print(f"podracer {command}: error: {error}", file=sys.stderr)
     return code
 
 
@@ -97,7 +170,7 @@ def _count(number: int, singular: str, plural: str = "") -> str:
     return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
-COMMANDS = {"train": train}
+COMMANDS = {"train": train, "plot": plot}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

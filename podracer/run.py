@@ -9,6 +9,7 @@ writes the logs), so a multi-host checkpoint hook can take part everywhere.
 """
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +23,9 @@ from podracer.metrics_writer import MetricsWriter
 class LogEvent:
     """What a callback is shown at a log record."""
 
-    record: dict  # The log record, as written to metrics.jsonl: step, losses, episode statistics, throughput.
+    # The log record, as written to metrics.jsonl: step, losses, episode statistics, throughput, and
+    # wall_seconds, the time since the run began building (environments and compilation included).
+    record: dict
     # The training state at that record (Anakin: `AnakinState`; Sebulba: `SebulbaState`), valid during the call:
     # the run goes on with its buffers afterwards, so copy (or save) what you keep.
     state: Any
@@ -50,13 +53,23 @@ class TrainResult:
 class RunLog:
     """Records, writes and hands on every log record of a run."""
 
-    def __init__(self, workdir: str | None, config: ConfigDict, total_steps: int, callbacks: Sequence[Callback]):
+    def __init__(
+        self,
+        workdir: str | None,
+        config: ConfigDict,
+        total_steps: int,
+        callbacks: Sequence[Callback],
+        started: float,
+    ):
+        """`started` is the `time.perf_counter()` at which the run began building."""
         self.history: list[dict] = []
+        self._started = started
         self.total_steps = total_steps
         self._callbacks = tuple(callbacks)
         self._writer = MetricsWriter(workdir, config)
 
     def report(self, record: dict, state: Any) -> None:
+        record["wall_seconds"] = time.perf_counter() - self._started
         self.history.append(record)
         self._writer.write(record)
         for callback in self._callbacks:

@@ -30,6 +30,8 @@ def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [10240, 20480, 30720, 40960]
     assert {"step", "steps_per_second", "mean_episode_return", "loss", "policy_loss", "value_loss"} <= set(records[0])
+    wall = [r["wall_seconds"] for r in records]
+    assert wall[0] > records[0]["compile_seconds"] and wall == sorted(wall)  # From the start, compilation included.
     assert glob.glob(str(workdir / "events.out.tfevents.*"))
     resolved = json.loads((workdir / "config.json").read_text())
     assert resolved["num_envs"] == 32 and resolved["total_steps"] == 40960

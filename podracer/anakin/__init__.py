@@ -2,5 +2,9 @@
 
 `podracer.train` runs it for a config whose `architecture` is `"anakin"`;
 `program` holds the per-device program, `train` the host loop, `settings`
-its config fields.
+its config fields, and `playback` plays a trained agent for watching (`play`).
 """
+
+from podracer.anakin.playback import Playback, play
+
+__all__ = ["Playback", "play"]

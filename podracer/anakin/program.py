@@ -78,8 +78,7 @@ def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -
         return (env_state, next_timestep), record
 
     def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
-        actor_keys, unroll_keys = split_keys(state.actor_keys)
-        step_keys = jnp.swapaxes(jax.vmap(lambda key: jax.random.split(key, unroll_length))(unroll_keys), 0, 1)
+        actor_keys, step_keys = split_unroll_keys(state.actor_keys, unroll_length)
         params = agent.acting_params(state.learner)
         (env_state, last_timestep), (timesteps, actions, extras, next_timesteps, returns, lengths) = jax.lax.scan(
             lambda carry, keys: act_and_step(params, carry, keys), (state.env_state, state.timestep), step_keys
@@ -95,6 +94,12 @@ def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -
         return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished)
 
     return update
+
+
+def split_unroll_keys(actor_keys: chex.PRNGKey, num_steps: int) -> tuple[chex.PRNGKey, chex.PRNGKey]:
+    """`(next actor keys [B], acting keys [num_steps, B])`: each environment's draws come from its own key."""
+    actor_keys, unroll_keys = split_keys(actor_keys)
+    return actor_keys, jnp.swapaxes(jax.vmap(lambda key: jax.random.split(key, num_steps))(unroll_keys), 0, 1)
 
 
 def make_dispatch(env: Environment, agent: Agent, unroll_length: int, updates_per_dispatch: int, mesh: Mesh):

@@ -39,6 +39,7 @@ def train(
     spans every process's devices, each holds its own shard of the
     environments, and only process 0 writes logs.
     """
+    started = time.perf_counter()
     mesh = device_mesh(settings.devices(config))
     if env is None:
         env = config_lib.make_environment(config, envs.make, config.env.name)
@@ -57,7 +58,7 @@ def train(
     dispatch = lowered.compile()
     compile_seconds = time.perf_counter() - compile_start
 
-    log = RunLog(workdir, config, num_dispatches * steps_per_dispatch, callbacks)
+    log = RunLog(workdir, config, num_dispatches * steps_per_dispatch, callbacks, started)
     try:
         last_time = time.perf_counter()
         for index in range(num_dispatches):

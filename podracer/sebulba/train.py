@@ -69,6 +69,7 @@ class SebulbaRun:
     update: Callable  # The compiled learner update.
     actor_key: jax.Array  # Actor thread i acts with keys folded from fold_in(actor_key, i).
     learner_key: jax.Array  # Replicated over the learner mesh; update v learns with fold_in(learner_key, v).
+    started: float  # When `build` began (time.perf_counter()).
     compile_seconds: float
     control: RunControl
     threads: list[threading.Thread] = dataclasses.field(default_factory=list)
@@ -106,6 +107,7 @@ def train(
 
 def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | None) -> SebulbaRun:
     """Creates the environments and the agent and compiles the update; closes the environments if anything fails."""
+    started = time.perf_counter()
     actor_ids, learner_ids = settings.device_ids(config)
     actor_devices = devices_by_id(actor_ids)
     learner_mesh = device_mesh(devices_by_id(learner_ids, every_process=True))
@@ -152,6 +154,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         update=update,
         actor_key=actor_key,
         learner_key=learner_key,
+        started=started,
         compile_seconds=compile_seconds,
         control=RunControl(config.stall_timeout_seconds),
     )
@@ -203,7 +206,7 @@ def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callba
     run.threads.append(start_worker("learner", run.control, learner))
     run.state = None  # Donated to the learner's first update.
 
-    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks)
+    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, run.started)
     frames_per_step = getattr(run.envs[0], "frames_per_step", 1)
     try:
         with _stop_on_signals(run.control):

@@ -9,7 +9,7 @@ import pytest
 import podracer
 from tests.helpers import load_config
 
-TIMING_FIELDS = ("steps_per_second", "compile_seconds")
+TIMING_FIELDS = ("steps_per_second", "compile_seconds", "wall_seconds")
 
 
 def final_return(history):
