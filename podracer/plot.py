@@ -154,9 +154,9 @@ def time_shares(runs: Runs, ax: Any) -> Any:
     ax.set_xlim(0, longest)
     ax.set_xlabel("share of wall-clock time")
     ax.set_title("where the time goes (Sebulba)")
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))  # One per share, actors' first.
+    names = [name for name in (*ACTOR_SHARES.values(), *LEARNER_SHARES.values()) if name in handles]
+    ax.legend([handles[name] for name in names], names, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     return ax
 
 

@@ -32,6 +32,7 @@ def test_too_late_is_a_warning_not_a_silent_no_op():
     assert f"pool threads: {len(os.sched_getaffinity(0))}" in output
 
 
+@pytest.mark.slow  # 11 s: two training runs in fresh processes.
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
 def test_one_thread_gives_the_same_parameters_on_one_core_and_on_two():
     outputs = []

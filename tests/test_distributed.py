@@ -32,7 +32,8 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("architecture", sorted(CASES))
+# Sebulba's pod takes 14 s: `make test` runs it, `make test-fast` only Anakin's.
+@pytest.mark.parametrize("architecture", ["anakin", pytest.param("sebulba", marks=pytest.mark.slow)])
 def test_two_processes_train_to_bitwise_identical_parameters(tmp_path, architecture):
     name, overrides = CASES[architecture]
     pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), str(tmp_path)))
@@ -79,6 +80,7 @@ def test_launch_local_reports_the_job_once(tmp_path):
     assert "steps/s" in done[0]
 
 
+@pytest.mark.slow  # 15 s: a pod of two processes and a heartbeat timeout.
 def test_losing_a_process_ends_the_others_with_an_error(tmp_path):
     name, overrides = CASES["anakin"]
     overrides = dict(overrides, total_steps=10**9)

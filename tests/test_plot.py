@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from ml_collections import ConfigDict
 
-from podracer import plot
+from podracer import cli, plot
 from podracer.metrics_writer import MetricsWriter
 from tests.helpers import run_cli
 
@@ -162,13 +162,20 @@ def test_plot_command_writes_one_image_for_one_run_and_for_several(tmp_path):
         (["{tmp}/run", "--out", "{tmp}/x.png", "--dpi=3"], ["unknown argument '--dpi=3'"]),
     ],
 )
-def test_plot_command_refuses_bad_input_with_exit_2_and_writes_nothing(tmp_path, arguments, words):
+def test_plot_command_refuses_bad_input_with_exit_2_and_writes_nothing(tmp_path, capsys, arguments, words):
+    """In this process, for speed; the command's own exit status is checked once below."""
     write_run(tmp_path / "run", anakin_records())
     (tmp_path / "empty").mkdir()
     before = sorted(os.listdir(tmp_path))
-    result = run_cli("plot", *[argument.format(tmp=tmp_path) for argument in arguments])
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith("podracer plot: error:")
+    assert cli.plot([argument.format(tmp=tmp_path) for argument in arguments]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("podracer plot: error:")
     for word in words:
-        assert word in result.stderr
+        assert word in stderr
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_plot_command_exits_2_for_a_workdir_without_metrics(tmp_path):
+    result = run_cli("plot", str(tmp_path), "--out", str(tmp_path / "x.png"))
+    assert result.returncode == 2 and "has no metrics.jsonl" in result.stderr
+    assert os.listdir(tmp_path) == []

@@ -44,6 +44,7 @@ def test_one_actor_three_learners_shards_land_on_the_learners_and_actors_get_eve
     assert [r["policy_lag"] for r in run["records"]] == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.slow  # 11 s in a fresh process with one device.
 def test_actor_and_learner_share_the_only_device():
     run = instrumented_run(1, policy_lag=1)
     assert run["params_devices"] == [0]

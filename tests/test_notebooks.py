@@ -1,0 +1,82 @@
+"""The notebooks in colab/: committed without outputs, and executed top to bottom with nbclient on CPU.
+
+Each notebook's `parameters` cell sets its step budgets; the tests add a cell
+after it with smaller ones (as papermill would), so both run in about a minute
+together. A notebook ends by asserting that its agent learned, so a silent
+regression fails here. Kernels run with this interpreter (the .venv's
+ipykernel).
+"""
+
+import os
+import re
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.helpers import ROOT
+
+COLAB = os.path.join(ROOT, "colab")
+NOTEBOOKS = ("anakin.ipynb", "sebulba.ipynb")
+# Budgets for the tests; a notebook's own are for people.
+TEST_PARAMETERS = {
+    "anakin.ipynb": {"TOTAL_STEPS": 300_000, "CATCH_STEPS": 100_000},
+    "sebulba.ipynb": {"TOTAL_STEPS": 60_000},
+}
+
+
+def read(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(os.path.join(COLAB, name), as_version=4)
+
+
+def parameters_cell(notebook: nbformat.NotebookNode) -> int:
+    (index,) = [i for i, cell in enumerate(notebook.cells) if "parameters" in cell.metadata.get("tags", [])]
+    return index
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_notebooks_are_valid_and_have_their_outputs_cleared(name):
+    notebook = read(name)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, (
+                f"{name}: clear the outputs of {cell.source[:60]!r}"
+            )
+    assert "widgets" not in notebook.metadata
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_each_notebook_installs_podracer_first_and_tags_one_parameters_cell(name):
+    notebook = read(name)
+    setup = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    assert "google.colab" in setup.source and "pip" in setup.source
+    index = parameters_cell(notebook)
+    for field in TEST_PARAMETERS[name]:
+        assert f"\n{field} = " in "\n" + notebook.cells[index].source, f"{name}: the parameters cell lacks {field}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_colab_links_open_this_notebook_from_the_repository_the_setup_clones(name):
+    notebook = read(name)
+    setup = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    (repository,) = re.findall(r"https://github.com/([\w.-]+/[\w.-]+)\"", setup.source)
+    link = f"https://colab.research.google.com/github/{repository}/blob/main/colab/{name}"
+    assert link in notebook.cells[0].source
+    assert link in open(os.path.join(ROOT, "README.md")).read()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_top_to_bottom_and_its_agent_learns(name):
+    notebook = read(name)
+    overrides = "\n".join(f"{field} = {value!r}" for field, value in TEST_PARAMETERS[name].items())
+    notebook.cells.insert(parameters_cell(notebook) + 1, nbformat.v4.new_code_cell(overrides))
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": COLAB}})
+    client.execute()  # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
+
+    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    pictures = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(pictures) >= (4 if name == "anakin.ipynb" else 1), "the plots were not drawn"
+    assert "learned" in notebook.cells[-1].outputs[-1].get("text", "")
