@@ -73,7 +73,9 @@ def test_notebook_runs_top_to_bottom_and_its_agent_learns(name):
     overrides = "\n".join(f"{field} = {value!r}" for field, value in TEST_PARAMETERS[name].items())
     notebook.cells.insert(parameters_cell(notebook) + 1, nbformat.v4.new_code_cell(overrides))
     client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": COLAB}})
-    client.execute()  # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
+    # As a fresh kernel would start: envpool's import sets MPLBACKEND=Agg in this process, which would hide the plots.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MPL")}
+    client.execute(env=env)  # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
 
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
