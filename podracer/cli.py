@@ -70,7 +70,8 @@ def train(argv: Sequence[str]) -> int:
     import jax
 
     import podracer
-    from podracer.sebulba.train import StoppedBySignal, ThreadFailed
+    from podracer.sebulba.train import ThreadFailed
+    from podracer.stopping import StoppedBySignal
 
     try:
         config = podracer.load_config(path, overrides)
@@ -85,8 +86,8 @@ def train(argv: Sequence[str]) -> int:
     except StoppedBySignal as error:
         print(f"podracer train: {error}", file=sys.stderr)
         return 128 + error.signal_number
-    final = result.history[-1]
     if jax.process_index() == 0:
+        final = result.history[-1]
         print(
             f"done: {result.steps:,} steps on {_count(jax.device_count(), 'device')} in "
             f"{_count(jax.process_count(), 'process', 'processes')}, "

@@ -27,6 +27,7 @@ from podracer.errors import ConfigError
 from podracer.sebulba import settings as sebulba_settings
 
 ARCHITECTURES = {"anakin": anakin_settings, "sebulba": sebulba_settings}
+RESUME_MODES = ("auto", "never", "must")  # See podracer.checkpoints.
 ACTIVATIONS = ("tanh", "relu")
 OPEN_FIELDS = (
     "env.kwargs",
@@ -45,6 +46,14 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     # XLA:CPU threads (see podracer.cpu_threads): one suits Anakin's small networks, 0 (one per core) Sebulba's
     # actor and learner devices sharing the CPU.
     config.cpu_threads = 1 if architecture == "anakin" else 0
+    config.checkpoint = ConfigDict(  # With a workdir, checkpoints go to WORKDIR/checkpoints (podracer.checkpoints).
+        {
+            "every_updates": 0,  # Save every N updates (0: not by count).
+            "every_minutes": 10.0,  # Save every M minutes of wall time (0: not by time). Also at the end.
+            "keep": 3,  # The newest K are kept.
+        }
+    )
+    config.resume = "auto"  # auto: resume from the workdir's newest checkpoint if any; never: start afresh; must.
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(
         {
@@ -126,6 +135,10 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.integer(config, "total_steps", at_least=1, example=1_000_000)
     field_checks.integer(config, "cpu_threads", at_least=0, example=1)
     field_checks.integer(config, "unroll_length", at_least=1, example=20)
+    field_checks.integer(config, "checkpoint.every_updates", at_least=0, example=100)
+    field_checks.number(config, "checkpoint.every_minutes", example=10, at_least=0.0)
+    field_checks.integer(config, "checkpoint.keep", at_least=1, example=3)
+    field_checks.choice(config, "resume", RESUME_MODES)
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
         _validate_network_and_optimizer(config)

@@ -14,21 +14,33 @@ from podracer.distributed import is_chief
 
 
 class MetricsWriter:
-    def __init__(self, workdir: str | None, config: ConfigDict):
-        """Creates `workdir` and writes the resolved config there as `config.json`."""
+    def __init__(self, workdir: str | None, config: ConfigDict, resume_step: int | None = None):
+        """Creates `workdir` and writes the resolved config there as `config.json`.
+
+        With `resume_step` (a run resumed from the checkpoint at that step), the
+        records up to it are kept in `metrics.jsonl` and new ones appended; the
+        later ones, written after that checkpoint, are dropped, and TensorBoard
+        is told to discard its events after that step too.
+        """
         self._jsonl = None
         self._tensorboard = None
+        self.kept: list[dict] = []  # The records of the run before it resumed, as they were logged.
         if workdir and is_chief():
             os.makedirs(workdir, exist_ok=True)
             with open(os.path.join(workdir, "config.json"), "w") as f:
                 f.write(config.to_json(indent=2))
-            self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "w")  # noqa: SIM115 -- closed by close().
-            self._tensorboard = SummaryWriter(workdir)
+            path = os.path.join(workdir, "metrics.jsonl")
+            if resume_step is not None:
+                self.kept = _records_up_to(path, resume_step)
+                _replace(path, "".join(_json_line(record) for record in self.kept))
+            self._jsonl = open(path, "a")  # noqa: SIM115 -- closed by close().
+            purge = {} if resume_step is None else {"purge_step": resume_step + 1}
+            self._tensorboard = SummaryWriter(workdir, **purge)
 
     def write(self, record: dict) -> None:
         """Logs one record; `record["step"]` is the environment step count so far."""
         if self._jsonl:
-            self._jsonl.write(json.dumps({k: _json_value(v) for k, v in record.items()}) + "\n")
+            self._jsonl.write(_json_line(record))
             self._jsonl.flush()
         if self._tensorboard:
             for name, value in record.items():
@@ -40,6 +52,44 @@ class MetricsWriter:
             self._jsonl.close()
         if self._tensorboard:
             self._tensorboard.close()
+
+
+def read_records(path: str) -> list[dict]:
+    """The records of a `metrics.jsonl`, NaNs (stored as null) restored; a last line cut short by a kill is left out.
+
+    Raises `ValueError` naming the line for a broken line anywhere else.
+    """
+    with open(path) as f:
+        lines = f.read().split("\n")
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number == len(lines):  # No newline after it: the writer was stopped mid-line.
+                break
+            raise ValueError(f"{path}, line {number}: not a JSON record ({error})") from None
+        records.append({name: math.nan if value is None else value for name, value in record.items()})
+    return records
+
+
+def _records_up_to(path: str, step: int) -> list[dict]:
+    """The records of `path` (if it exists) whose step is at most `step`."""
+    return [record for record in read_records(path) if record["step"] <= step] if os.path.isfile(path) else []
+
+
+def _replace(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file and a rename, so a kill never leaves half of it."""
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        f.write(text)
+    os.replace(partial, path)
+
+
+def _json_line(record: dict) -> str:
+    return json.dumps({name: _json_value(value) for name, value in record.items()}) + "\n"
 
 
 def _json_value(value):

@@ -11,13 +11,14 @@ draws the same figure from a terminal. matplotlib is the `plot` extra
 (`pip install -e '.[plot]'`), imported only here.
 """
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from podracer.metrics_writer import read_records
 
 Records = Sequence[dict]
 Runs = Records | Mapping[str, Records]
@@ -60,19 +61,7 @@ def read_metrics(workdir: str) -> list[dict]:
             f"{workdir!r} has no metrics.jsonl: pass the --workdir of a `podracer train` run "
             "(runs write metrics.jsonl there at each log record)"
         )
-    with open(path) as f:
-        lines = f.read().split("\n")
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            if number == len(lines):  # No newline after it: the writer was stopped mid-line.
-                break
-            raise ValueError(f"{path}, line {number}: not a JSON record ({error})") from None
-        records.append({name: math.nan if value is None else value for name, value in record.items()})
+    records = read_records(path)
     if not records:
         raise MetricsNotFound(f"{path} has no records yet: the run stopped before its first log record")
     return records

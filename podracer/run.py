@@ -60,13 +60,18 @@ class RunLog:
         total_steps: int,
         callbacks: Sequence[Callback],
         started: float,
+        resumed: dict | None = None,
     ):
-        """`started` is the `time.perf_counter()` at which the run began building."""
-        self.history: list[dict] = []
-        self._started = started
+        """`started` is the `time.perf_counter()` at which the run began building.
+
+        `resumed` is the metadata of the checkpoint a resumed run starts from:
+        the history goes on from its step, and the wall time from its wall time.
+        """
+        self._writer = MetricsWriter(workdir, config, resume_step=resumed["step"] if resumed else None)
+        self.history: list[dict] = list(self._writer.kept)
+        self._started = started - (resumed["wall_seconds"] if resumed else 0.0)
         self.total_steps = total_steps
         self._callbacks = tuple(callbacks)
-        self._writer = MetricsWriter(workdir, config)
 
     def report(self, record: dict, state: Any) -> None:
         record["wall_seconds"] = time.perf_counter() - self._started

@@ -67,6 +67,11 @@ BAD_INPUTS = [
     (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows", "rows >= 2"]),
     (CATCH, ["--config.cpu_threads=-1"], 1, ["config.cpu_threads", ">= 0", "--config.cpu_threads=1"]),
     (CATCH, ["--config.replicas=2"], 1, ["config.replicas", "2 processes requested", "launch_local.py"]),
+    (CATCH, ["--config.resume=sometimes"], 1, ["config.resume", "'sometimes'", "must"]),
+    (CATCH, ["--config.resume=must"], 1, ["config.resume", "holds no checkpoint", "resume=auto"]),
+    (CATCH, ["--config.checkpoint.keep=0"], 1, ["config.checkpoint.keep", ">= 1"]),
+    (CATCH, ["--config.checkpoint.every_minutes=-1"], 1, ["config.checkpoint.every_minutes", ">= 0"]),
+    (SEBULBA, ["--config.resume=must"], 1, ["config.resume", "Sebulba does not checkpoint yet"]),
     (
         SEBULBA,
         ["--config.learner_device_ids=(0,1)"],

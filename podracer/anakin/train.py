@@ -7,6 +7,7 @@ environment or the agent surfaces while the program is traced, before
 anything is compiled or written.
 """
 
+import signal
 import time
 from collections.abc import Sequence
 
@@ -19,9 +20,11 @@ from podracer import config as config_lib
 from podracer.agents import Agent
 from podracer.anakin import settings
 from podracer.anakin.program import make_dispatch, make_init
+from podracer.checkpoints import Checkpointer, agree
 from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
 from podracer.run import Callback, RunLog, TrainResult, episode_summary
+from podracer.stopping import StoppedBySignal, stop_signals
 from podracer.topology import device_mesh
 
 
@@ -40,14 +43,15 @@ def train(
     environments, and only process 0 writes logs.
     """
     started = time.perf_counter()
+    checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
     mesh = device_mesh(settings.devices(config))
     if env is None:
         env = config_lib.make_environment(config, envs.make, config.env.name)
     training_env = envs.wrap_for_training(env)
-    num_dispatches = settings.num_dispatches(config)
+    num_updates = settings.num_dispatches(config) * config.updates_per_dispatch
     if agent is None:
-        agent = agents.make(config, num_updates=num_dispatches * config.updates_per_dispatch)
-    steps_per_dispatch = settings.steps_per_dispatch(config)
+        agent = agents.make(config, num_updates=num_updates)
+    steps_per_update = config.unroll_length * config.num_envs
 
     compile_start = time.perf_counter()
     init = make_init(training_env, agent, config.num_envs, mesh)
@@ -58,22 +62,42 @@ def train(
     dispatch = lowered.compile()
     compile_seconds = time.perf_counter() - compile_start
 
-    log = RunLog(workdir, config, num_dispatches * steps_per_dispatch, callbacks, started)
+    update, resumed = 0, None
+    if restored := checkpointer.restore(state):
+        state, resumed = restored
+        update = resumed["update"]
+    log = RunLog(workdir, config, num_updates * steps_per_update, callbacks, started, resumed)
+    stop_requests: list[int] = []
     try:
-        last_time = time.perf_counter()
-        for index in range(num_dispatches):
-            state, (metrics, completed) = dispatch(state)
-            metrics, completed = jax.device_get((metrics, completed))  # Waits for the dispatch to finish.
-            now = time.perf_counter()
-            record = {"step": (index + 1) * steps_per_dispatch, **summarize(metrics, completed)}
-            record["steps_per_second"] = steps_per_dispatch / (now - last_time)
-            if index == 0:
-                record["compile_seconds"] = compile_seconds
-            last_time = now
-            log.report(record, state)
+        with stop_signals(stop_requests.append):
+            last_time, first_record = time.perf_counter(), True
+            while update < num_updates:
+                state, (metrics, completed) = dispatch(state)
+                metrics, completed = jax.device_get((metrics, completed))  # Waits for the dispatch to finish.
+                update += config.updates_per_dispatch
+                now = time.perf_counter()
+                record = {"step": update * steps_per_update, **summarize(metrics, completed)}
+                record["steps_per_second"] = config.updates_per_dispatch * steps_per_update / (now - last_time)
+                if first_record:  # Of this process: a resumed run compiled again.
+                    record["compile_seconds"] = compile_seconds
+                last_time, first_record = now, False
+                log.report(record, state)
+                save, stop = agree(checkpointer.due(update) or update >= num_updates, bool(stop_requests))
+                if save:
+                    checkpointer.save(update, state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
+                if stop:
+                    raise StoppedBySignal(stop_requests[0] if stop_requests else signal.SIGTERM, _stopped(checkpointer))
     finally:
         log.close()
+        checkpointer.close()
     return TrainResult(state.learner, agent.acting_params(state.learner), log.history, log.total_steps)
+
+
+def _stopped(checkpointer: Checkpointer) -> str:
+    where = (
+        f"checkpoint written to {checkpointer.directory}" if checkpointer.directory else "no workdir to checkpoint to"
+    )
+    return f"the dispatch under way finished, {where}, logs flushed"
 
 
 def summarize(metrics: dict, completed: Completed) -> dict:

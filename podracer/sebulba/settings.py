@@ -43,6 +43,10 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
             f"must be 0 or 1, got {config.policy_lag!r}",
             "use 0 (act with the newest parameters) or 1 (one update behind, acting overlaps learning)",
         )
+    if config.resume == "must":
+        raise ConfigError(
+            "resume", "Sebulba does not checkpoint yet, so it cannot resume", "use --config.resume=auto or never"
+        )
     if env_from_config:
         envs.check(config.env.name, host=True, import_suite=False)  # Tasks are looked up as envs are built.
 

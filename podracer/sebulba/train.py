@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import functools
 import queue
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ from podracer.sebulba.actor import make_act_step, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update, run_learner
 from podracer.sebulba.lifecycle import RunControl, start_worker
 from podracer.sebulba.parameter_versions import ParameterVersions
+from podracer.stopping import StoppedBySignal, stop_signals
 from podracer.topology import REPLICATED, device_mesh, devices_by_id
 
 JOIN_TIMEOUT_SECONDS = 30.0
@@ -42,15 +42,6 @@ JOIN_TIMEOUT_SECONDS = 30.0
 
 class ThreadFailed(RuntimeError):
     """A Sebulba thread raised; the message carries its name and traceback."""
-
-
-class StoppedBySignal(RuntimeError):
-    """SIGINT or SIGTERM stopped the run; it shut down cleanly."""
-
-    def __init__(self, signal_number: int):
-        name = signal.Signals(signal_number).name
-        super().__init__(f"stopped by {name}; threads joined, environments closed, logs flushed")
-        self.signal_number = signal_number
 
 
 @dataclasses.dataclass
@@ -99,7 +90,7 @@ def train(
         name, formatted = run.control.failures[0]
         raise ThreadFailed(f"Sebulba thread {name!r} failed:\n{formatted}")
     if run.control.stop_signal is not None:
-        raise StoppedBySignal(run.control.stop_signal)
+        raise StoppedBySignal(run.control.stop_signal, "threads joined, environments closed, logs flushed")
     return TrainResult(
         final_state, run.agent.acting_params(final_state), history, run.num_updates * run.steps_per_update
     )
@@ -209,7 +200,7 @@ def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callba
     log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, run.started)
     frames_per_step = getattr(run.envs[0], "frames_per_step", 1)
     try:
-        with _stop_on_signals(run.control):
+        with stop_signals(run.control.request_stop):
             while True:
                 alive = run.threads[-1].is_alive() and not run.control.stop.is_set()
                 with contextlib.suppress(queue.Empty):
@@ -271,18 +262,3 @@ def _finish_record(record: dict, steps_per_update: int, frames_per_step: int) ->
     record["steps_per_second"] = steps / record["seconds"]
     record["frames_per_second"] = record["steps_per_second"] * frames_per_step
     return record
-
-
-@contextlib.contextmanager
-def _stop_on_signals(control: RunControl):
-    """SIGINT and SIGTERM set the stop event instead of killing the process, so shutdown is clean."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handled = (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.signal(s, lambda number, frame: control.request_stop(number)) for s in handled}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)

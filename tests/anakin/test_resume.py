@@ -1,0 +1,154 @@
+"""Anakin resumes exactly: a run killed with SIGKILL at a random point, then resumed, equals one never stopped.
+
+Equal means the whole final learner state bitwise, and every metrics.jsonl
+record but its timings. The runs are subprocesses on forced CPU devices; a
+pause at each log record (timing only) leaves room to kill them mid-run.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import podracer
+from tests.helpers import ROOT, last_json_line, load_config, run_module, subprocess_env
+
+CONFIG = "anakin_catch"
+# 8 dispatches of 4 updates, with a checkpoint after each.
+OVERRIDES = {"num_envs": 32, "updates_per_dispatch": 4, "total_steps": 32 * 16 * 4 * 8, "checkpoint.every_updates": 4}
+TIMING_FIELDS = ("steps_per_second", "compile_seconds", "wall_seconds")
+
+
+def records(workdir, timings: bool = False) -> list[dict]:
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [{k: v for k, v in json.loads(line).items() if timings or k not in TIMING_FIELDS} for line in f]
+
+
+def run(workdir, num_devices: int, pause: float = 0.0) -> subprocess.CompletedProcess:
+    return run_module("resumable_run", CONFIG, json.dumps(OVERRIDES), str(workdir), str(pause), num_devices=num_devices)
+
+
+def kill_when_logged(workdir, num_devices: int, lines: int) -> None:
+    """Starts the run and SIGKILLs it once its metrics.jsonl has `lines` records (or more: the kill races on)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.programs.resumable_run", CONFIG, json.dumps(OVERRIDES), str(workdir), "0.3"],
+        cwd=ROOT,
+        env=subprocess_env(num_devices),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    path = os.path.join(workdir, "metrics.jsonl")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if os.path.exists(path) and open(path).read().count("\n") >= lines:
+            time.sleep(random.uniform(0.0, 0.3))  # Anywhere in the pause, or the next dispatch, or a save.
+            break
+        time.sleep(0.01)
+    assert process.poll() is None, "the run ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+
+@pytest.mark.slow  # About 14 s each: three runs in fresh processes.
+@pytest.mark.parametrize("num_devices", [1, 2])
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, num_devices):
+    whole = run(tmp_path / "whole", num_devices)
+    assert whole.returncode == 0, whole.stderr
+
+    lines = random.Random(num_devices).randint(2, 6)
+    kill_when_logged(tmp_path / "killed", num_devices, lines)
+    resumed = run(tmp_path / "killed", num_devices)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from" in resumed.stderr
+    compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]
+    assert len(compiled_at) == 2 and compiled_at[1] > compiled_at[0]  # It went on from a checkpoint mid-run.
+
+    assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # Steps and the learner state's digest.
+    assert records(tmp_path / "killed") == records(tmp_path / "whole")
+
+
+@pytest.mark.parametrize(
+    "signal_number, exit_code", [(signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow)]
+)
+def test_a_signal_finishes_the_dispatch_writes_a_checkpoint_and_exits(tmp_path, signal_number, exit_code):
+    workdir = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "podracer.cli", "train", "--config", f"configs/{CONFIG}.py", "--workdir", str(workdir)]
+        + ["--noprogress", "--config.total_steps=100_000_000", "--config.checkpoint.every_minutes=0"],
+        cwd=ROOT,
+        env=subprocess_env(1),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    path = workdir / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (path.exists() and path.read_text().count("\n") >= 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal_number)
+    sent = time.monotonic()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == exit_code, stderr
+    assert time.monotonic() - sent < 30
+    assert f"stopped by {signal.Signals(signal_number).name}" in stderr and "checkpoint written" in stderr
+    last = json.loads(path.read_text().splitlines()[-1])
+    update = last["step"] // (64 * 16)  # anakin_catch: 64 environments, unroll 16.
+    assert sorted(os.listdir(workdir / "checkpoints")) == [str(update)]  # Only time and the end save: the stop's.
+
+
+# In this process, on its two devices: what a resume accepts and refuses, and a checkpoint that cannot be read.
+
+
+def small_catch(**fields):
+    overrides = {"num_envs": 16, "updates_per_dispatch": 2, "total_steps": 16 * 16 * 2 * 3}
+    overrides["checkpoint.every_updates"] = 2
+    return load_config(CONFIG, {**overrides, **fields})
+
+
+def test_a_resume_may_run_longer_but_not_change_the_batch(tmp_path):
+    first = podracer.train(small_catch(), workdir=str(tmp_path))
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["2", "4", "6"]
+    with pytest.raises(podracer.ConfigError, match=r"config.num_envs: .*num_envs \(checkpoint 16, now 32\)"):
+        podracer.train(small_catch(num_envs=32), workdir=str(tmp_path))
+    longer = podracer.train(small_catch(total_steps=16 * 16 * 2 * 5), workdir=str(tmp_path))
+    assert [r["step"] for r in longer.history] == [512 * i for i in range(1, 6)]
+    assert longer.history[:3] == first.history  # Kept as logged, timings included.
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["10", "6", "8"]  # The newest 3.
+
+
+@pytest.mark.slow
+def test_total_steps_cannot_change_under_an_annealed_learning_rate(tmp_path):
+    podracer.train(small_catch(**{"optimizer.anneal_lr": True}), workdir=str(tmp_path))
+    with pytest.raises(podracer.ConfigError, match="total_steps"):
+        podracer.train(
+            small_catch(**{"optimizer.anneal_lr": True, "total_steps": 16 * 16 * 2 * 5}), workdir=str(tmp_path)
+        )
+
+
+@pytest.mark.slow
+def test_resume_never_starts_afresh_and_replaces_the_old_checkpoints(tmp_path):
+    podracer.train(small_catch(seed=1), workdir=str(tmp_path))
+    fresh = podracer.train(small_catch(seed=2, resume="never"), workdir=str(tmp_path))  # A new seed is allowed here.
+    assert [r["step"] for r in fresh.history] == [512, 1024, 1536]
+    assert "compile_seconds" in fresh.history[0]
+    with open(tmp_path / "checkpoints" / "6" / "meta" / "metadata") as f:
+        assert json.load(f)["config"]["seed"] == 2
+
+
+@pytest.mark.slow
+def test_an_unreadable_checkpoint_is_reported_and_the_one_before_it_used(tmp_path, capsys):
+    podracer.train(small_catch(), workdir=str(tmp_path))
+    newest = tmp_path / "checkpoints" / "6" / "state"
+    for root, _, files in os.walk(newest):
+        for name in files:
+            with open(os.path.join(root, name), "r+b") as f:
+                f.truncate(max(0, os.path.getsize(os.path.join(root, name)) // 3))
+    again = podracer.train(small_catch(), workdir=str(tmp_path))
+    stderr = capsys.readouterr().err
+    assert "checkpoints/6 cannot be read" in stderr and "resuming from" in stderr and "checkpoints/4" in stderr
+    assert [r["step"] for r in again.history] == [512, 1024, 1536]  # Step 1536 was learned again from update 4.
