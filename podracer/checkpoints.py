@@ -88,8 +88,8 @@ class Checkpointer:
         """
         if self._manager is None or self._config.resume == "never":
             return None
+        target = jax.tree.map(_abstract, to_savable(like))
         for update in self.steps:
-            target = jax.tree.map(_abstract, to_savable(like))
             try:
                 restored = self._manager.restore(
                     update,

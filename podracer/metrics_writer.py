@@ -33,7 +33,8 @@ class MetricsWriter:
             if resume_step is not None:
                 self.kept = _records_up_to(path, resume_step)
                 _replace(path, "".join(_json_line(record) for record in self.kept))
-            self._jsonl = open(path, "a")  # noqa: SIM115 -- closed by close().
+            # A fresh run replaces an earlier run's records; a resumed one appends to those it kept.
+            self._jsonl = open(path, "w" if resume_step is None else "a")  # noqa: SIM115 -- closed by close().
             purge = {} if resume_step is None else {"purge_step": resume_step + 1}
             self._tensorboard = SummaryWriter(workdir, **purge)
 

@@ -136,6 +136,7 @@ def test_resume_never_starts_afresh_and_replaces_the_old_checkpoints(tmp_path):
     fresh = podracer.train(small_catch(seed=2, resume="never"), workdir=str(tmp_path))  # A new seed is allowed here.
     assert [r["step"] for r in fresh.history] == [512, 1024, 1536]
     assert "compile_seconds" in fresh.history[0]
+    assert [r["step"] for r in records(tmp_path)] == [512, 1024, 1536]  # The first run's records replaced.
     with open(tmp_path / "checkpoints" / "6" / "meta" / "metadata") as f:
         assert json.load(f)["config"]["seed"] == 2
 
