@@ -40,6 +40,8 @@ SAFE_TO_CHANGE = (
     "resume",
     "stall_timeout_seconds",
     "cpu_threads",
+    "check_finite",
+    "max_dispatch_seconds",
 )
 FOLDER = "checkpoints"
 
@@ -56,10 +58,11 @@ class Checkpointer:
         self._every_updates = config.checkpoint.every_updates
         self._every_seconds = 60.0 * config.checkpoint.every_minutes
         self._last_saved_update = None
-        self._last_save_time = time.monotonic()
+        self._scheduled_update, self._scheduled_time = 0, time.monotonic()  # The last save `due` asked for.
         self.directory = os.path.abspath(os.path.join(workdir, FOLDER)) if workdir else None
         self._manager = None
         self.steps: list[int] = []  # The checkpoints found, newest first.
+        self.newest: dict | None = None  # The metadata of the newest checkpoint a resume would start from.
         if self.directory is None:
             if config.resume == "must":
                 raise ConfigError("resume", "'must' needs a workdir to resume from", "pass --workdir DIR")
@@ -75,9 +78,10 @@ class Checkpointer:
                 f"'must' but {self.directory} holds no checkpoint",
                 "check --workdir, or use --config.resume=auto to start afresh when there is none",
             )
-        newest = next((meta for meta in map(self._read_meta, self.steps) if meta is not None), None)
-        if newest is not None:
-            refuse_incompatible(newest["config"], config, os.path.join(self.directory, str(newest["update"])))
+        self.newest = next((meta for meta in map(self._read_meta, self.steps) if meta is not None), None)
+        if self.newest is not None:
+            where = os.path.join(self.directory, str(self.newest["update"]))
+            refuse_incompatible(self.newest["config"], config, where)
 
     def restore(self, like: Any) -> tuple[Any, dict] | None:
         """The newest readable checkpoint's `(state, meta)`, the state laid out as `like`; None without one.
@@ -102,7 +106,7 @@ class Checkpointer:
                     file=sys.stderr,
                 )
                 continue
-            self._last_saved_update = update
+            self._last_saved_update = self._scheduled_update = update
             if jax.process_index() == 0:
                 print(
                     f"podracer: resuming from {self.directory}/{update}: step {restored.meta['step']:,}",
@@ -114,12 +118,22 @@ class Checkpointer:
         return None
 
     def due(self, update: int) -> bool:
-        """Whether this process's checkpoint schedule asks for a save after `update` updates."""
+        """Whether this process's checkpoint schedule asks for a save after `update` updates.
+
+        A `True` counts as the save done for the schedule, so a save that runs
+        later (Sebulba's, on the main thread) is not asked for twice.
+        """
         if self.directory is None:
             return False
-        by_count = self._every_updates and update - (self._last_saved_update or 0) >= self._every_updates
-        by_time = self._every_seconds and time.monotonic() - self._last_save_time >= self._every_seconds
+        by_count = self._every_updates and update - self._scheduled_update >= self._every_updates
+        by_time = self._every_seconds and time.monotonic() - self._scheduled_time >= self._every_seconds
+        if by_count or by_time:
+            self._scheduled_update, self._scheduled_time = update, time.monotonic()
         return bool(by_count or by_time)
+
+    def where(self) -> str:
+        """Where a stop's checkpoint went, for the message that ends the run."""
+        return f"checkpoint written to {self.directory}" if self.directory else "no workdir to checkpoint to"
 
     def save(self, update: int, state: Any, meta: dict) -> None:
         """Writes the checkpoint of `update` (every process calls this); does nothing without a workdir."""
@@ -137,7 +151,6 @@ class Checkpointer:
         )
         self._manager.wait_until_finished()
         self._last_saved_update = update
-        self._last_save_time = time.monotonic()
 
     def _open(self) -> ocp.CheckpointManager:
         return ocp.CheckpointManager(
@@ -161,13 +174,18 @@ class Checkpointer:
             return None
 
 
-def agree(save_due: bool, stop_requested: bool) -> tuple[bool, bool]:
-    """`(save, stop)` the same on every process of a job: process 0's schedule, and a stop if any process got one."""
+def agree(save_due: bool, stop_requested: bool, seconds: float = 0.0) -> tuple[bool, bool, float]:
+    """`(save, stop, seconds)` the same on every process of a job.
+
+    Process 0's schedule decides the save, a stop requested on any process
+    stops every one (and saves), and `seconds` (how long Anakin's dispatch
+    took, which decides whether to split it) is process 0's.
+    """
     if jax.process_count() == 1:
-        return save_due or stop_requested, stop_requested
-    flags = multihost_utils.process_allgather(np.array([save_due, stop_requested]))
+        return save_due or stop_requested, stop_requested, seconds
+    flags = multihost_utils.process_allgather(np.array([save_due, stop_requested, seconds], np.float32))
     stop = bool(flags[:, 1].any())
-    return bool(flags[0, 0]) or stop, stop
+    return bool(flags[0, 0]) or stop, stop, float(flags[0, 2])
 
 
 def refuse_incompatible(saved: dict, config: ConfigDict, where: str) -> None:

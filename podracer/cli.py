@@ -6,7 +6,8 @@
 Configuration errors (an unknown field, a value that cannot work on this
 machine) are reported with the field and the fix, before anything is
 compiled or written, and exit with status 2. A failed Sebulba thread exits 1
-with its traceback; SIGINT and SIGTERM exit 130 and 143 after a clean stop. `plot` draws the
+with its traceback, a non-finite loss, gradient or parameter exits 1 naming the
+update; SIGINT and SIGTERM exit 130 and 143 after a checkpoint. `plot` draws the
 runs' learning curves, throughput and time shares (`podracer.plot.summary`)
 into one image; a missing workdir or one without `metrics.jsonl` exits 2.
 """
@@ -70,6 +71,7 @@ def train(argv: Sequence[str]) -> int:
     import jax
 
     import podracer
+    from podracer.finite import NonFiniteError
     from podracer.sebulba.train import ThreadFailed
     from podracer.stopping import StoppedBySignal
 
@@ -81,7 +83,7 @@ def train(argv: Sequence[str]) -> int:
         result = podracer.train(config, workdir=workdir, callbacks=[podracer.ProgressBar()] if progress else [])
     except podracer.ConfigError as error:
         return _error("train", error)
-    except ThreadFailed as error:
+    except (ThreadFailed, NonFiniteError) as error:
         return _error("train", error, EXIT_FAILURE)
     except StoppedBySignal as error:
         print(f"podracer train: {error}", file=sys.stderr)

@@ -54,6 +54,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
         }
     )
     config.resume = "auto"  # auto: resume from the workdir's newest checkpoint if any; never: start afresh; must.
+    config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.finite).
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(
         {
@@ -139,6 +140,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.number(config, "checkpoint.every_minutes", example=10, at_least=0.0)
     field_checks.integer(config, "checkpoint.keep", at_least=1, example=3)
     field_checks.choice(config, "resume", RESUME_MODES)
+    field_checks.boolean(config, "check_finite")
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
         _validate_network_and_optimizer(config)

@@ -73,8 +73,12 @@ class RunLog:
         self.total_steps = total_steps
         self._callbacks = tuple(callbacks)
 
+    def elapsed(self) -> float:
+        """Seconds since the run began building (over every resume of it): what records call `wall_seconds`."""
+        return time.perf_counter() - self._started
+
     def report(self, record: dict, state: Any) -> None:
-        record["wall_seconds"] = time.perf_counter() - self._started
+        record["wall_seconds"] = self.elapsed()
         self.history.append(record)
         self._writer.write(record)
         for callback in self._callbacks:

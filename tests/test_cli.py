@@ -71,7 +71,7 @@ BAD_INPUTS = [
     (CATCH, ["--config.resume=must"], 1, ["config.resume", "holds no checkpoint", "resume=auto"]),
     (CATCH, ["--config.checkpoint.keep=0"], 1, ["config.checkpoint.keep", ">= 1"]),
     (CATCH, ["--config.checkpoint.every_minutes=-1"], 1, ["config.checkpoint.every_minutes", ">= 0"]),
-    (SEBULBA, ["--config.resume=must"], 1, ["config.resume", "Sebulba does not checkpoint yet"]),
+    (SEBULBA, ["--config.resume=must"], 1, ["config.resume", "holds no checkpoint", "resume=auto"]),
     (
         SEBULBA,
         ["--config.learner_device_ids=(0,1)"],

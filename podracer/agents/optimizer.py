@@ -54,7 +54,12 @@ def make_optimizer(optimizer_config: ConfigDict, gradient_steps: int) -> optax.G
 def sgd_step(
     state: LearnerState, batch: Any, loss_fn: LossFn, optimizer: optax.GradientTransformation, axis_name
 ) -> tuple[LearnerState, dict]:
-    """One gradient step with gradients and metrics averaged over `axis_name` (None: one device)."""
+    """One gradient step with gradients and metrics averaged over `axis_name` (None: one device).
+
+    The metrics gain `grad_norm`, the global norm of the averaged gradient
+    before clipping: the number to watch when a run diverges.
+    """
     grads, metrics = collectives.mean_grad(loss_fn, axis_name)(state.params, batch)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
     return state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state), metrics

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import Mesh, NamedSharding
 
-from podracer import collectives
+from podracer import collectives, finite
 from podracer.agents import Agent, Trajectory
 from podracer.envs import episodes
 from podracer.envs.base import Environment
@@ -63,11 +63,13 @@ def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Call
     return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), STATE_SPECS))
 
 
-def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
+def make_per_device_update(env: Environment, agent: Agent, unroll_length: int, check_finite: bool) -> Callable:
     """One update on one device's shard: unroll with `agent.act`, then `agent.learn`.
 
-    Returns `update(state, _) -> (state, (metrics, completed))`: the agent's
-    metrics and the episodes that ended during the unroll, summed over devices.
+    Returns `update(state, _) -> (state, (metrics, completed, finite))`: the
+    agent's metrics, the episodes that ended during the unroll, summed over
+    devices, and with `check_finite` whether each leaf of the new learner state
+    is finite (`podracer.finite.leaf_flags`; empty without).
     """
 
     def act_and_step(params, carry, keys):
@@ -91,7 +93,8 @@ def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key, DEVICE_AXIS)
         finished = collectives.total(episodes.completed(next_timesteps, returns, lengths), DEVICE_AXIS)
-        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished)
+        flags = finite.leaf_flags(learner) if check_finite else {}
+        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished, flags)
 
     return update
 
@@ -102,13 +105,16 @@ def split_unroll_keys(actor_keys: chex.PRNGKey, num_steps: int) -> tuple[chex.PR
     return actor_keys, jnp.swapaxes(jax.vmap(lambda key: jax.random.split(key, num_steps))(unroll_keys), 0, 1)
 
 
-def make_dispatch(env: Environment, agent: Agent, unroll_length: int, updates_per_dispatch: int, mesh: Mesh):
+def make_dispatch(
+    env: Environment, agent: Agent, unroll_length: int, updates_per_dispatch: int, mesh: Mesh, check_finite: bool = True
+):
     """The program of one dispatch: K updates on every device of `mesh`, jitted (compile it with `.lower`).
 
-    `dispatch(state) -> (state, (metrics, completed))`, both stacked over the K
-    updates (identical on every device); the input state's buffers are donated.
+    `dispatch(state) -> (state, (metrics, completed, finite))`, all stacked
+    over the K updates (identical on every device); the input state's buffers
+    are donated.
     """
-    update = make_per_device_update(env, agent, unroll_length)
+    update = make_per_device_update(env, agent, unroll_length, check_finite)
 
     def run(state):
         return jax.lax.scan(update, state, None, length=updates_per_dispatch)

@@ -18,6 +18,8 @@ def add_defaults(config: ConfigDict) -> None:
     config.num_envs = 64  # Environments in total, split evenly over the devices.
     config.unroll_length = 16  # T: environment steps per update.
     config.updates_per_dispatch = 10  # K: updates compiled into one program call between logs.
+    # A dispatch slower than this is split (recompiling), so that SIGTERM is honoured within a spot VM's notice.
+    config.max_dispatch_seconds = 20.0
 
 
 def validate(config: ConfigDict, env_from_config: bool) -> None:
@@ -25,6 +27,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "num_devices", at_least=0)
     field_checks.integer(config, "num_envs", at_least=1, example=64)
     field_checks.integer(config, "updates_per_dispatch", at_least=1, example=10)
+    field_checks.number(config, "max_dispatch_seconds", example=20, above=0.0)
     if env_from_config:
         envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
 
@@ -62,3 +65,15 @@ def steps_per_dispatch(config: ConfigDict) -> int:
 def num_dispatches(config: ConfigDict) -> int:
     """Dispatches of K updates that cover `total_steps` (the last one may overshoot)."""
     return math.ceil(config.total_steps / steps_per_dispatch(config))
+
+
+def shorter_dispatch(updates_per_dispatch: int, seconds: float, max_seconds: float) -> int:
+    """The updates per dispatch to use after one of `updates_per_dispatch` took `seconds`.
+
+    Unchanged while within `max_seconds`; otherwise the largest divisor that
+    fits (so dispatches still end on the same update counts), at least 1.
+    """
+    if seconds <= max_seconds:
+        return updates_per_dispatch
+    fitting = max(1, int(updates_per_dispatch * max_seconds / seconds))
+    return max(k for k in range(1, fitting + 1) if updates_per_dispatch % k == 0)

@@ -8,6 +8,7 @@ anything is compiled or written.
 """
 
 import signal
+import sys
 import time
 from collections.abc import Sequence
 
@@ -15,7 +16,7 @@ import jax
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer import agents, envs
+from podracer import agents, envs, finite
 from podracer import config as config_lib
 from podracer.agents import Agent
 from podracer.anakin import settings
@@ -56,10 +57,17 @@ def train(
     compile_start = time.perf_counter()
     init = make_init(training_env, agent, config.num_envs, mesh)
     key = jax.random.key(config.seed)
-    dispatch = make_dispatch(training_env, agent, config.unroll_length, config.updates_per_dispatch, mesh)
-    lowered = dispatch.lower(init.eval_shape(key))  # Traces the agent and the environment: their errors come here.
+    abstract_state = init.eval_shape(key)
+
+    def compile_dispatch(updates_per_dispatch: int):  # The agent's and environment's errors come while tracing.
+        dispatch = make_dispatch(
+            training_env, agent, config.unroll_length, updates_per_dispatch, mesh, config.check_finite
+        )
+        return dispatch.lower(abstract_state).compile()
+
+    updates_per_dispatch = config.updates_per_dispatch
+    dispatch = compile_dispatch(updates_per_dispatch)
     state = init(key)
-    dispatch = lowered.compile()
     compile_seconds = time.perf_counter() - compile_start
 
     update, resumed = 0, None
@@ -72,32 +80,47 @@ def train(
         with stop_signals(stop_requests.append):
             last_time, first_record = time.perf_counter(), True
             while update < num_updates:
-                state, (metrics, completed) = dispatch(state)
-                metrics, completed = jax.device_get((metrics, completed))  # Waits for the dispatch to finish.
-                update += config.updates_per_dispatch
+                dispatch_start = time.perf_counter()
+                state, (metrics, completed, flags) = dispatch(state)
+                metrics, completed, flags = jax.device_get((metrics, completed, flags))  # Waits for the dispatch.
                 now = time.perf_counter()
-                record = {"step": update * steps_per_update, **summarize(metrics, completed)}
-                record["steps_per_second"] = config.updates_per_dispatch * steps_per_update / (now - last_time)
+                record = {"step": (update + updates_per_dispatch) * steps_per_update, **summarize(metrics, completed)}
+                record["steps_per_second"] = updates_per_dispatch * steps_per_update / (now - last_time)
                 if first_record:  # Of this process: a resumed run compiled again.
                     record["compile_seconds"] = compile_seconds
-                last_time, first_record = now, False
+                first_record = False
                 log.report(record, state)
-                save, stop = agree(checkpointer.due(update) or update >= num_updates, bool(stop_requests))
+                finite.check(update + 1, metrics, flags)  # Before the state can be checkpointed.
+                update += updates_per_dispatch
+                save, stop, dispatch_seconds = agree(
+                    checkpointer.due(update) or update >= num_updates, bool(stop_requests), now - dispatch_start
+                )
                 if save:
                     checkpointer.save(update, state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
                 if stop:
-                    raise StoppedBySignal(stop_requests[0] if stop_requests else signal.SIGTERM, _stopped(checkpointer))
+                    raise StoppedBySignal(
+                        stop_requests[0] if stop_requests else signal.SIGTERM,
+                        f"the dispatch under way finished, {checkpointer.where()}, logs flushed",
+                    )
+                shorter = settings.shorter_dispatch(updates_per_dispatch, dispatch_seconds, config.max_dispatch_seconds)
+                if shorter != updates_per_dispatch:
+                    _report_split(updates_per_dispatch, shorter, dispatch_seconds, config.max_dispatch_seconds)
+                    updates_per_dispatch, dispatch = shorter, compile_dispatch(shorter)
+                last_time = time.perf_counter()
     finally:
         log.close()
         checkpointer.close()
     return TrainResult(state.learner, agent.acting_params(state.learner), log.history, log.total_steps)
 
 
-def _stopped(checkpointer: Checkpointer) -> str:
-    where = (
-        f"checkpoint written to {checkpointer.directory}" if checkpointer.directory else "no workdir to checkpoint to"
-    )
-    return f"the dispatch under way finished, {where}, logs flushed"
+def _report_split(updates: int, shorter: int, seconds: float, limit: float) -> None:
+    if jax.process_index() == 0:
+        print(
+            f"podracer: a dispatch of {updates} updates took {seconds:.1f} s, longer than max_dispatch_seconds="
+            f"{limit:g} (a stop signal waits for the dispatch under way); dispatching {shorter} at a time "
+            "from now on, which recompiles and logs more often",
+            file=sys.stderr,
+        )
 
 
 def summarize(metrics: dict, completed: Completed) -> dict:

@@ -91,9 +91,12 @@ def send_to_learners(trajectory: Trajectory, learner_sharding: NamedSharding) ->
     return jax.tree.map(place, trajectory)
 
 
-def policy_version(rollout_index: int, policy_lag: int) -> int:
-    """The parameter version rollout `rollout_index` acts with: exactly `policy_lag` updates behind."""
-    return max(0, rollout_index - policy_lag)
+def policy_version(rollout_index: int, policy_lag: int, first_version: int = 0) -> int:
+    """The parameter version rollout `rollout_index` acts with: exactly `policy_lag` updates behind.
+
+    No older than `first_version`, the version a run starts (or resumes) from.
+    """
+    return max(first_version, rollout_index - policy_lag)
 
 
 def run_actor(
@@ -108,16 +111,20 @@ def run_actor(
     key: chex.PRNGKey,
     unroll_length: int,
     policy_lag: int,
+    first_rollout: int,
     num_rollouts: int,
 ) -> None:
-    """The body of one actor thread; `env` was created on the main thread and is used only here."""
+    """The body of one actor thread: rollouts `first_rollout` to `num_rollouts - 1` (a resumed run skips some).
+
+    `env` was created on the main thread and is used only here.
+    """
     key = jax.device_put(key, device)
     host_timestep = env.reset()
     episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
     observation = jax.device_put(host_timestep.observation, device)
     wait_seconds = 0.0
-    for index in range(num_rollouts):
-        version = policy_version(index, policy_lag)
+    for index in range(first_rollout, num_rollouts):
+        version = policy_version(index, policy_lag, first_rollout)
         start = time.perf_counter()
         params = control.wait(lambda t: parameters.get(version, device, t), f"parameters version {version}")
         wait_seconds += time.perf_counter() - start

@@ -16,10 +16,13 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
+from podracer import finite
 from podracer.agents import Agent
+from podracer.checkpoints import agree
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.telemetry import TelemetryWindow
@@ -37,11 +40,12 @@ class SebulbaState:
     update: int  # Updates done; the acting parameters of this version are published.
 
 
-def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int) -> Callable:
-    """`update(learner_state, trajectories, key) -> (learner_state, metrics)`, jitted for `mesh`.
+def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int, check_finite: bool) -> Callable:
+    """`update(learner_state, trajectories, key) -> (learner_state, (metrics, finite))`, jitted for `mesh`.
 
     `trajectories` is a list with one trajectory per actor thread; the input
-    state is donated.
+    state is donated. With `check_finite`, `finite` says whether each leaf of
+    the new state is finite (`podracer.finite.leaf_flags`); it is empty without.
     """
 
     def per_device(state: Any, trajectories: list, key):
@@ -54,7 +58,8 @@ def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int) -> C
             minibatch = jax.tree.map(lambda x: x[:, index * size : (index + 1) * size], batch)
             state, minibatch_metrics = agent.learn(state, minibatch, minibatch_key, DEVICE_AXIS)
             metrics.append(minibatch_metrics)
-        return state, jax.tree.map(lambda *values: jnp.mean(jnp.stack(values)), *metrics)
+        metrics = jax.tree.map(lambda *values: jnp.mean(jnp.stack(values)), *metrics)
+        return state, (metrics, finite.leaf_flags(state) if check_finite else {})
 
     update = jax.shard_map(
         per_device, mesh=mesh, in_specs=(REPLICATED, TRAJECTORY_SPEC, REPLICATED), out_specs=(REPLICATED, REPLICATED)
@@ -71,19 +76,26 @@ def run_learner(
     parameters: ParameterVersions,
     control: RunControl,
     key,
+    first_version: int,
     num_updates: int,
     log_every: int,
-    report: Callable[[dict, SebulbaState], None],
+    checkpoint_due: Callable[[int], bool],
+    report: Callable[[dict | None, SebulbaState, bool], None],
     result: list,
 ) -> None:
-    """The body of the learner thread; appends the final learner state to `result`.
+    """The body of the learner thread: updates `first_version + 1` to `num_updates`; appends the final state to `result`.
 
+    After each update it checks the metrics and the state for non-finite
+    values (`podracer.finite.check`, raising before the state can be saved).
     Every `log_every` updates (and after the last) it hands `report` the
-    window's record and a copy of the state, which the next update does not
-    touch (it donates its input).
+    window's record; when a checkpoint is due, or a signal asked the run to
+    stop, it hands `report` the state to save. Saves are the main thread's
+    job (orbax runs there), so the learner goes on meanwhile: `report` gets a
+    copy of the state, which the next update does not touch (it donates its
+    input). After a signal's save it stops the run.
     """
     window = TelemetryWindow()
-    for version in range(1, num_updates + 1):
+    for version in range(first_version + 1, num_updates + 1):
         start = time.perf_counter()
         queue_depth = sum(q.qsize() for q in rollout_queues)
         rollouts = [
@@ -93,11 +105,18 @@ def run_learner(
         waited = time.perf_counter() - start
 
         start = time.perf_counter()
-        state, metrics = update(state, [r.trajectory for r in rollouts], jax.random.fold_in(key, version))
+        state, (metrics, flags) = update(state, [r.trajectory for r in rollouts], jax.random.fold_in(key, version))
         parameters.publish(version, acting_params(state))
-        metrics = jax.device_get(metrics)  # Waits for the update.
+        metrics, flags = jax.device_get((metrics, flags))  # Waits for the update.
+        finite.check(version, *jax.tree.map(lambda value: np.reshape(value, (1,)), (metrics, flags)))
         window.add(metrics, rollouts, version, queue_depth, waited, time.perf_counter() - start)
-        if version % log_every == 0 or version == num_updates:
-            report(window.record(version), SebulbaState(jax.tree.map(jnp.copy, state), version))
+        save, stop, _ = agree(checkpoint_due(version) or version == num_updates, control.stop_signal is not None)
+        logs = version % log_every == 0 or version == num_updates
+        if logs or save:
+            report(window.record(version) if logs else None, SebulbaState(jax.tree.map(jnp.copy, state), version), save)
+        if logs:
             window = TelemetryWindow()
+        if stop:
+            control.stop.set()  # The actors stop; the main thread saves, then ends the run.
+            return
     result.append(state)

@@ -5,6 +5,9 @@ with its traceback and stops the whole run. Every blocking wait goes through
 `RunControl.wait`, which polls in short slices, gives up as soon as the run is
 stopping (raising `Stopped`, which ends a thread quietly) and raises
 `TimeoutError` naming what it waited for once the stall timeout has passed.
+A signal (`RunControl.request_stop`) does not stop the threads at once: the
+learner finishes its update, hands its state over for a checkpoint and then
+sets `stop` (the main thread sets it itself if that takes too long).
 """
 
 import queue
@@ -24,23 +27,25 @@ class Stopped(Exception):
 
 
 class RunControl:
-    """The stop event shared by every thread, and the first failures that set it."""
+    """The stop event shared by every thread, the first failures that set it, and a signal's stop request."""
 
     def __init__(self, stall_timeout_seconds: float):
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # Every thread ends at its next wait.
         self.stall_timeout_seconds = stall_timeout_seconds
-        self.failures: list[tuple[str, str]] = []  # (thread name, formatted traceback).
-        self.stop_signal: int | None = None  # The signal number that asked the run to stop, if any.
+        self.failures: list[tuple[str, BaseException, str]] = []  # (thread name, exception, formatted traceback).
+        self.stop_signal: int | None = None  # The signal that asked the learner to save and stop, if any.
+        self.stop_requested_at: float | None = None  # Its time.monotonic().
         self._lock = threading.Lock()
 
-    def fail(self, thread_name: str, formatted_traceback: str) -> None:
+    def fail(self, thread_name: str, error: BaseException, formatted_traceback: str) -> None:
         with self._lock:
-            self.failures.append((thread_name, formatted_traceback))
+            self.failures.append((thread_name, error, formatted_traceback))
         self.stop.set()
 
     def request_stop(self, signal_number: int) -> None:
-        self.stop_signal = signal_number
-        self.stop.set()
+        """Asks the learner to finish its update, hand over a checkpoint and stop the run (a signal handler)."""
+        if self.stop_signal is None:
+            self.stop_signal, self.stop_requested_at = signal_number, time.monotonic()
 
     def wait(self, attempt: Callable[[float], T], what: str) -> T:
         """Calls `attempt(timeout)` until it returns a value.
@@ -70,8 +75,8 @@ def start_worker(name: str, control: RunControl, target: Callable, *args) -> thr
             target(*args)
         except Stopped:
             pass
-        except BaseException:  # noqa: BLE001 -- any failure must reach the main thread.
-            control.fail(name, traceback.format_exc())
+        except BaseException as error:  # noqa: BLE001 -- any failure must reach the main thread.
+            control.fail(name, error, traceback.format_exc())
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()

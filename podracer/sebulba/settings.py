@@ -43,10 +43,6 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
             f"must be 0 or 1, got {config.policy_lag!r}",
             "use 0 (act with the newest parameters) or 1 (one update behind, acting overlaps learning)",
         )
-    if config.resume == "must":
-        raise ConfigError(
-            "resume", "Sebulba does not checkpoint yet, so it cannot resume", "use --config.resume=auto or never"
-        )
     if env_from_config:
         envs.check(config.env.name, host=True, import_suite=False)  # Tasks are looked up as envs are built.
 
@@ -100,3 +96,13 @@ def steps_per_update(config: ConfigDict, num_actor_threads: int) -> int:
 def num_updates(config: ConfigDict, num_actor_threads: int) -> int:
     """Learner updates that cover `total_steps` (the last one may overshoot)."""
     return math.ceil(config.total_steps / steps_per_update(config, num_actor_threads))
+
+
+def env_seed(config: ConfigDict, thread: int, num_actor_threads: int, resumes: int) -> int:
+    """The seed of actor thread `thread`'s environments (threads numbered across the job; environment i gets + i).
+
+    Every environment of the job gets its own seed, and a run resumed for the
+    `resumes`-th time restarts its environments with seeds no earlier start used.
+    """
+    threads_in_job = num_actor_threads * jax.process_count()
+    return config.seed + (resumes * threads_in_job + thread) * config.envs_per_thread

@@ -4,10 +4,15 @@
 every host environment (envpool wants them created on the main thread), builds
 the agent, and compiles the learner's update, so that anything wrong with the
 config, the environment or the agent is reported before a thread starts or a
-file is written. `run_threads` starts the actor threads and the learner thread
-and then only logs until the learner finishes, a thread fails, or SIGINT /
-SIGTERM asks the run to stop. `shut_down` stops and joins every thread and
-closes the environments, whatever happened.
+file is written. `resume` then restores the newest checkpoint, if any: the
+learner state, the parameter version (its update count) and the keys, exactly;
+the environments restart with seeds derived from (seed, number of resumes).
+`run_threads` starts the actor threads and the learner thread and then logs and
+saves checkpoints (orbax runs on the main thread; the learner hands it copies)
+until the learner finishes, a thread fails, or SIGINT / SIGTERM asks the run to
+stop, which the learner honours after its update and a checkpoint.
+`shut_down` stops and joins every thread and closes the environments,
+whatever happened.
 """
 
 import contextlib
@@ -26,8 +31,10 @@ from ml_collections import ConfigDict
 from podracer import agents, envs
 from podracer import config as config_lib
 from podracer.agents import Agent, Trajectory
+from podracer.checkpoints import Checkpointer
 from podracer.envs.host import HostEnvFactory, HostEnvironment
 from podracer.envs.timestep import TimeStep
+from podracer.finite import NonFiniteError
 from podracer.run import Callback, RunLog, TrainResult
 from podracer.sebulba import settings
 from podracer.sebulba.actor import make_act_step, run_actor
@@ -38,6 +45,9 @@ from podracer.stopping import StoppedBySignal, stop_signals
 from podracer.topology import REPLICATED, device_mesh, devices_by_id
 
 JOIN_TIMEOUT_SECONDS = 30.0
+# How long after a signal the learner may take to finish its update and hand over a checkpoint. Past it the run
+# stops without one (the newest earlier checkpoint stands), so that it ends within a spot VM's 30 s notice.
+STOP_GRACE_SECONDS = 20.0
 
 
 class ThreadFailed(RuntimeError):
@@ -58,12 +68,21 @@ class SebulbaRun:
     steps_per_update: int  # Environment steps per update, over the whole job.
     state: Any  # The initial learner state, replicated over the learner mesh.
     update: Callable  # The compiled learner update.
-    actor_key: jax.Array  # Actor thread i acts with keys folded from fold_in(actor_key, i).
-    learner_key: jax.Array  # Replicated over the learner mesh; update v learns with fold_in(learner_key, v).
+    # Both keys are replicated over the learner mesh. Actor thread i acts with keys folded from
+    # fold_in(fold_in(actor_key, resumes), i); update v learns with fold_in(learner_key, v).
+    actor_key: jax.Array
+    learner_key: jax.Array
+    resumes: int  # How many times this run was resumed from a checkpoint before this start.
     started: float  # When `build` began (time.perf_counter()).
     compile_seconds: float
     control: RunControl
+    first_update: int = 0  # The update count the run starts from: a resumed checkpoint's.
+    stopped_how: str = ""  # After a signal: whether the stop's checkpoint was written.
     threads: list[threading.Thread] = dataclasses.field(default_factory=list)
+
+    def checkpoint_state(self, learner_state: Any) -> dict:
+        """What a checkpoint holds besides its metadata (the update count, hence the parameter version)."""
+        return {"learner": learner_state, "actor_key": self.actor_key, "learner_key": self.learner_key}
 
 
 def train(
@@ -81,23 +100,35 @@ def train(
     the learner devices of every process, each process's trajectories go to its
     own learner devices, and the update averages gradients over all of them.
     """
-    run = build(config, env, agent)
+    checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
     try:
-        history, final_state = run_threads(run, workdir, callbacks)
+        resumes = checkpointer.newest.get("resumes", 0) + 1 if checkpointer.newest else 0
+        run = build(config, env, agent, resumes)
+        try:
+            resumed = resume(run, checkpointer)
+            history, final_state = run_threads(run, workdir, callbacks, checkpointer, resumed)
+        finally:
+            shut_down(run)
     finally:
-        shut_down(run)
+        checkpointer.close()
     if run.control.failures:
-        name, formatted = run.control.failures[0]
+        name, error, formatted = run.control.failures[0]
+        if isinstance(error, NonFiniteError):
+            raise error
         raise ThreadFailed(f"Sebulba thread {name!r} failed:\n{formatted}")
-    if run.control.stop_signal is not None:
-        raise StoppedBySignal(run.control.stop_signal, "threads joined, environments closed, logs flushed")
+    if final_state is None:  # A signal stopped the learner.
+        raise StoppedBySignal(run.control.stop_signal, f"{run.stopped_how}, threads joined, logs flushed")
     return TrainResult(
         final_state, run.agent.acting_params(final_state), history, run.num_updates * run.steps_per_update
     )
 
 
-def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | None) -> SebulbaRun:
-    """Creates the environments and the agent and compiles the update; closes the environments if anything fails."""
+def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | None, resumes: int) -> SebulbaRun:
+    """Creates the environments and the agent and compiles the update; closes the environments if anything fails.
+
+    `resumes` counts the earlier starts of this run from a checkpoint; it sets
+    the environments' seeds and the actors' keys.
+    """
     started = time.perf_counter()
     actor_ids, learner_ids = settings.device_ids(config)
     actor_devices = devices_by_id(actor_ids)
@@ -110,8 +141,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
     host_envs: list[HostEnvironment] = []
     try:
         for index in range(first_thread, first_thread + num_threads):
-            # Environment i of the pool gets seed + i: every environment of the job differs.
-            host_envs.append(make_env(config.envs_per_thread, config.seed + index * config.envs_per_thread))
+            host_envs.append(make_env(config.envs_per_thread, settings.env_seed(config, index, num_threads, resumes)))
         if agent is None:
             agent = agents.make(config, num_updates=num_updates * config.learner_minibatches)
         compile_start = time.perf_counter()
@@ -122,9 +152,10 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         abstract_state = init.eval_shape(params_key)
         trajectory = _abstract_trajectory(agent, abstract_state, host_envs[0], config.unroll_length, learner_mesh)
         key = jax.ShapeDtypeStruct(learner_key.shape, learner_key.dtype, sharding=replicated)
-        update = make_learner_update(agent, learner_mesh, config.learner_minibatches)
+        update = make_learner_update(agent, learner_mesh, config.learner_minibatches, config.check_finite)
         lowered = update.lower(abstract_state, [trajectory] * num_threads, key)  # The agent's errors come here.
-        learner_key = jax.jit(lambda key: key, out_shardings=replicated)(learner_key)  # Global, in every process.
+        replicate = jax.jit(lambda key: key, out_shardings=replicated)  # Global arrays, in every process.
+        actor_key, learner_key = replicate(jax.random.fold_in(actor_key, resumes)), replicate(learner_key)
         state = init(params_key)
         update = lowered.compile()
         compile_seconds = time.perf_counter() - compile_start
@@ -145,24 +176,43 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         update=update,
         actor_key=actor_key,
         learner_key=learner_key,
+        resumes=resumes,
         started=started,
         compile_seconds=compile_seconds,
         control=RunControl(config.stall_timeout_seconds),
     )
 
 
-def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callback]) -> tuple[list[dict], Any]:
-    """Starts the actor and learner threads and logs until the learner finishes or the run stops.
+def resume(run: SebulbaRun, checkpointer: Checkpointer) -> dict | None:
+    """Restores the newest readable checkpoint into `run`, if there is one; returns its metadata."""
+    restored = checkpointer.restore(run.checkpoint_state(run.state))
+    if restored is None:
+        return None
+    state, meta = restored
+    run.state, run.actor_key, run.learner_key = state["learner"], state["actor_key"], state["learner_key"]
+    run.first_update = meta["update"]
+    return meta
+
+
+def run_threads(
+    run: SebulbaRun,
+    workdir: str | None,
+    callbacks: Sequence[Callback],
+    checkpointer: Checkpointer,
+    resumed: dict | None,
+) -> tuple[list[dict], Any]:
+    """Starts the actor and learner threads, then logs and checkpoints until the learner finishes or the run stops.
 
     Returns the log records and the final learner state (None if the run stopped early).
     """
     config = run.config
     parameters = ParameterVersions(run.actor_devices)
-    parameters.publish(0, run.agent.acting_params(run.state))
-    records: queue.Queue = queue.Queue()
+    parameters.publish(run.first_update, run.agent.acting_params(run.state))
+    reports: queue.Queue = queue.Queue()
     rollout_queues = [queue.Queue(maxsize=config.queue_size) for _ in run.envs]
     act_step = make_act_step(run.agent, run.envs[0].action_spec())
     learner_sharding = NamedSharding(run.learner_mesh, TRAJECTORY_SPEC)
+    actor_key = run.actor_key.addressable_data(0)  # This process's copy: the actors fold it locally.
     for index, env in enumerate(run.envs):
         actor = functools.partial(
             run_actor,
@@ -173,9 +223,10 @@ def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callba
             rollouts=rollout_queues[index],
             learner_sharding=learner_sharding,
             control=run.control,
-            key=jax.random.fold_in(run.actor_key, run.first_thread + index),
+            key=jax.random.fold_in(actor_key, run.first_thread + index),
             unroll_length=config.unroll_length,
             policy_lag=config.policy_lag,
+            first_rollout=run.first_update,
             num_rollouts=run.num_updates,
         )
         run.threads.append(start_worker(f"actor-{index}", run.control, actor))
@@ -189,33 +240,55 @@ def run_threads(run: SebulbaRun, workdir: str | None, callbacks: Sequence[Callba
         parameters=parameters,
         control=run.control,
         key=run.learner_key,
+        first_version=run.first_update,
         num_updates=run.num_updates,
         log_every=config.log_every_updates,
-        report=lambda record, state: records.put((record, state)),
+        checkpoint_due=checkpointer.due,
+        report=lambda record, state, save: reports.put((record, state, save)),
         result=final_state,
     )
     run.threads.append(start_worker("learner", run.control, learner))
     run.state = None  # Donated to the learner's first update.
 
-    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, run.started)
+    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, run.started, resumed)
     frames_per_step = getattr(run.envs[0], "frames_per_step", 1)
+    first_record = True
     try:
         with stop_signals(run.control.request_stop):
             while True:
                 alive = run.threads[-1].is_alive() and not run.control.stop.is_set()
                 with contextlib.suppress(queue.Empty):
                     while True:
-                        record, state = records.get_nowait()
-                        record = _finish_record(record, run.steps_per_update, frames_per_step)
-                        if not log.history:
-                            record["compile_seconds"] = run.compile_seconds
-                        log.report(record, state)
+                        record, state, save = reports.get_nowait()
+                        if record is not None:
+                            record = _finish_record(record, run.steps_per_update, frames_per_step)
+                            if first_record:  # Of this process: a resumed run compiled again.
+                                record["compile_seconds"], first_record = run.compile_seconds, False
+                            log.report(record, state)
+                        if save:
+                            meta = {"step": state.update * run.steps_per_update, "wall_seconds": log.elapsed()}
+                            checkpointer.save(
+                                state.update, run.checkpoint_state(state.learner), meta | {"resumes": run.resumes}
+                            )
+                            run.stopped_how = f"the update under way finished, {checkpointer.where()}"
                 if not alive:
                     break
+                if _overdue(run.control):
+                    run.stopped_how = (
+                        f"the learner's update did not finish within {STOP_GRACE_SECONDS:g} s, so it was abandoned "
+                        "and the newest earlier checkpoint stands"
+                    )
+                    run.control.stop.set()
                 time.sleep(0.05)
     finally:
         log.close()
     return log.history, (final_state[0] if final_state else None)
+
+
+def _overdue(control: RunControl) -> bool:
+    """Whether a signal's stop has waited longer than `STOP_GRACE_SECONDS` for the learner."""
+    requested = control.stop_requested_at
+    return requested is not None and time.monotonic() - requested > STOP_GRACE_SECONDS
 
 
 def shut_down(run: SebulbaRun) -> None:

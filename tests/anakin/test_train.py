@@ -90,3 +90,14 @@ def test_metrics_records_have_the_documented_fields():
     assert len(jax.tree.leaves(result.learner_state.params)[0].sharding.device_set) == 2
     for a, b in zip(jax.tree.leaves(result.acting_params), jax.tree.leaves(result.learner_state.params), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_dispatch_slower_than_its_bound_is_split_without_changing_the_result(capsys):
+    fields = {"num_envs": 16, "updates_per_dispatch": 4, "total_steps": 16 * 16 * 4 * 3}
+    whole = podracer.train(load_config("anakin_catch", fields))
+    split = podracer.train(load_config("anakin_catch", fields, max_dispatch_seconds=1e-6))  # Every dispatch too slow.
+    assert "dispatching 1 at a time" in capsys.readouterr().err  # Said why it recompiles.
+    assert [r["step"] // (16 * 16) for r in whole.history] == [4, 8, 12]
+    assert [r["step"] // (16 * 16) for r in split.history] == [4, 5, 6, 7, 8, 9, 10, 11, 12]  # Then one at a time.
+    for a, b in zip(jax.tree.leaves(whole.learner_state), jax.tree.leaves(split.learner_state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -61,6 +61,7 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag):
             key=jax.random.key(1),
             unroll_length=UNROLL,
             policy_lag=policy_lag,
+            first_rollout=0,
             num_rollouts=ROLLOUTS,
         ),
     )

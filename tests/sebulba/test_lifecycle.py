@@ -6,6 +6,7 @@ function before the run starts. The subprocess timeout is the hang detector.
 """
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def test_a_stalled_wait_times_out_naming_what_it_waited_for(tmp_path):
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_stops_the_run_cleanly(tmp_path, signal_number):
+def test_a_signal_finishes_the_update_writes_a_checkpoint_and_exits(tmp_path, signal_number):
     process = subprocess.Popen(
         [
             sys.executable,
@@ -75,8 +76,13 @@ def test_a_signal_stops_the_run_cleanly(tmp_path, signal_number):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1][-2000:]
         time.sleep(0.2)
     process.send_signal(signal_number)
+    sent = time.monotonic()
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 128 + signal_number, stderr[-2000:]
-    assert f"stopped by {signal.Signals(signal_number).name}" in stderr
+    assert time.monotonic() - sent < 30
+    assert f"stopped by {signal.Signals(signal_number).name}" in stderr and "checkpoint written" in stderr
+    (saved,) = os.listdir(tmp_path / "checkpoints")  # Time-based saves are 10 minutes apart: the stop's own.
+    last_logged = json.loads(metrics.read_text().splitlines()[-1])["update"]
+    assert int(saved) >= last_logged  # The update under way when the signal came, logged or not.
     records = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert len(records) >= 2 and records[-1]["step"] > records[0]["step"]

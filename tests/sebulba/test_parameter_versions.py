@@ -53,3 +53,5 @@ def test_only_the_newest_versions_are_kept():
 def test_rollouts_act_exactly_policy_lag_versions_behind():
     assert [policy_version(index, 0) for index in range(4)] == [0, 1, 2, 3]
     assert [policy_version(index, 1) for index in range(4)] == [0, 0, 1, 2]
+    # A run resumed after 5 updates has only version 5: its first rollout cannot act one behind.
+    assert [policy_version(index, 1, first_version=5) for index in range(5, 9)] == [5, 5, 6, 7]
