@@ -19,12 +19,15 @@ from tests.helpers import load_config, run_cli, small_sebulba_cartpole
 
 def test_check_names_the_first_bad_update_its_metrics_and_leaves():
     metrics = {"loss": np.array([0.5, 0.4, np.inf]), "entropy": np.array([1.0, np.nan, np.nan])}
-    flags = {".params['w']": np.array([True, True, False]), ".params['b']": np.array([True, True, True])}
-    with pytest.raises(finite.NonFiniteError, match=r"^update 11 produced non-finite values: entropy=nan\. "):
+    flags = {".params['w']": np.bool_(False), ".params['b']": np.bool_(True)}
+    message = (
+        r"^update 11 produced non-finite values: entropy=nan; learner state at \.params\['w'\] \(after update 12\)\. "
+    )
+    with pytest.raises(finite.NonFiniteError, match=message):
         finite.check(10, metrics, flags)
-    with pytest.raises(finite.NonFiniteError, match=r"update 12 .*loss=inf; learner state at \.params\['w'\]\."):
-        finite.check(12, {"loss": metrics["loss"][2:]}, {k: v[2:] for k, v in flags.items()})
-    finite.check(1, {"loss": metrics["loss"][:2]}, {k: v[:2] for k, v in flags.items()})  # All finite: no error.
+    with pytest.raises(finite.NonFiniteError, match=r"^updates 10-11 produced .*: learner state at \.params\['w'\]"):
+        finite.check(10, {"loss": metrics["loss"][:2]}, flags)  # Metrics fine, the state not.
+    finite.check(1, {"loss": metrics["loss"][:2]}, {".params['w']": np.bool_(True)})  # All finite: no error.
 
 
 def test_leaf_flags_cover_floating_leaves_only():
@@ -58,7 +61,9 @@ def test_anakin_stops_at_the_poisoned_update_and_keeps_the_last_good_checkpoint(
     fields = {"num_envs": 16, "updates_per_dispatch": 2, "total_steps": 16 * 16 * 2 * 6}
     config = load_config("anakin_catch", {**fields, "checkpoint.every_updates": 2})
     agent = poisoned(agents.make(config, num_updates=12), at_update=5, target=target)
-    with pytest.raises(finite.NonFiniteError, match="update 5 produced" + (" .*loss=nan" if target == "loss" else "")):
+    # The loss names update 5; a poisoned parameter shows in the next update's loss, or in the state after it.
+    when = "update 5 produced .*loss=nan" if target == "loss" else "update 6 produced .*loss=nan.*learner state"
+    with pytest.raises(finite.NonFiniteError, match=when):
         podracer.train(config, agent=agent, workdir=str(tmp_path))
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["2", "4"]
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -72,7 +77,7 @@ def test_anakin_stops_at_the_poisoned_update_and_keeps_the_last_good_checkpoint(
 def test_sebulba_stops_at_the_poisoned_update_with_the_error_itself(tmp_path):
     config = small_sebulba_cartpole(**{"total_steps": 8 * 6 * 2 * 6, "checkpoint.every_updates": 2})
     agent = poisoned(agents.make(config, num_updates=6), at_update=4, target="parameter")
-    with pytest.raises(finite.NonFiniteError, match=r"update 4 produced non-finite values: .*learner state at \[0\]"):
+    with pytest.raises(finite.NonFiniteError, match=r"update 4 produced non-finite values: learner state at \[0\]"):
         podracer.train(config, agent=agent, workdir=str(tmp_path))
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["2"]
     checkpointer = Checkpointer(str(tmp_path), config)

@@ -63,13 +63,11 @@ def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Call
     return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), STATE_SPECS))
 
 
-def make_per_device_update(env: Environment, agent: Agent, unroll_length: int, check_finite: bool) -> Callable:
+def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
     """One update on one device's shard: unroll with `agent.act`, then `agent.learn`.
 
-    Returns `update(state, _) -> (state, (metrics, completed, finite))`: the
-    agent's metrics, the episodes that ended during the unroll, summed over
-    devices, and with `check_finite` whether each leaf of the new learner state
-    is finite (`podracer.finite.leaf_flags`; empty without).
+    Returns `update(state, _) -> (state, (metrics, completed))`: the agent's
+    metrics and the episodes that ended during the unroll, summed over devices.
     """
 
     def act_and_step(params, carry, keys):
@@ -93,8 +91,7 @@ def make_per_device_update(env: Environment, agent: Agent, unroll_length: int, c
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key, DEVICE_AXIS)
         finished = collectives.total(episodes.completed(next_timesteps, returns, lengths), DEVICE_AXIS)
-        flags = finite.leaf_flags(learner) if check_finite else {}
-        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished, flags)
+        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished)
 
     return update
 
@@ -110,14 +107,17 @@ def make_dispatch(
 ):
     """The program of one dispatch: K updates on every device of `mesh`, jitted (compile it with `.lower`).
 
-    `dispatch(state) -> (state, (metrics, completed, finite))`, all stacked
-    over the K updates (identical on every device); the input state's buffers
-    are donated.
+    `dispatch(state) -> (state, (metrics, completed, finite))`: metrics and
+    completed episodes stacked over the K updates (identical on every device),
+    and with `check_finite` whether each leaf of the final learner state is
+    finite (`podracer.finite.leaf_flags`; empty without). The input state's
+    buffers are donated.
     """
-    update = make_per_device_update(env, agent, unroll_length, check_finite)
+    update = make_per_device_update(env, agent, unroll_length)
 
     def run(state):
-        return jax.lax.scan(update, state, None, length=updates_per_dispatch)
+        state, (metrics, completed) = jax.lax.scan(update, state, None, length=updates_per_dispatch)
+        return state, (metrics, completed, finite.leaf_flags(state.learner) if check_finite else {})
 
     per_device = jax.shard_map(run, mesh=mesh, in_specs=(STATE_SPECS,), out_specs=(STATE_SPECS, REPLICATED))
     return jax.jit(per_device, donate_argnums=0)

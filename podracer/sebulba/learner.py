@@ -108,7 +108,7 @@ def run_learner(
         state, (metrics, flags) = update(state, [r.trajectory for r in rollouts], jax.random.fold_in(key, version))
         parameters.publish(version, acting_params(state))
         metrics, flags = jax.device_get((metrics, flags))  # Waits for the update.
-        finite.check(version, *jax.tree.map(lambda value: np.reshape(value, (1,)), (metrics, flags)))
+        finite.check(version, jax.tree.map(lambda value: np.reshape(value, (1,)), metrics), flags)
         window.add(metrics, rollouts, version, queue_depth, waited, time.perf_counter() - start)
         save, stop, _ = agree(checkpoint_due(version) or version == num_updates, control.stop_signal is not None)
         logs = version % log_every == 0 or version == num_updates
