@@ -3,7 +3,8 @@
 Equal means the whole final learner state bitwise, and every metrics.jsonl
 record but its timings. The runs are subprocesses on forced CPU devices; a
 pause at each log record (timing only) leaves room to kill them mid-run. The
-kill lands anywhere, inside a checkpoint's save too (`tests/programs/dies_in_save.py`).
+kill lands anywhere, inside a checkpoint's save too (`tests/programs/dies_in_save.py`),
+and in a pod of processes every process is killed.
 """
 
 import json
@@ -18,7 +19,7 @@ import pytest
 
 import podracer
 from podracer.checkpoints import Checkpointer
-from tests.helpers import ROOT, last_json_line, load_config, run_module, subprocess_env
+from tests.helpers import ROOT, last_json_line, load_config, run_module, start_pod, subprocess_env
 
 CONFIG = "anakin_catch"
 # 8 dispatches of 4 updates, with a checkpoint after each.
@@ -130,6 +131,47 @@ def test_a_kill_during_a_save_leaves_the_previous_checkpoint_to_resume_from(tmp_
     assert compiled_at == [512 * 4, 512 * (8 + 4), 512 * (16 + 4)]  # Started from 0, 8 and 16 updates (512 steps each).
     assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # Steps and the learner state's digest.
     assert records(workdir) == records(whole_dir)
+
+
+def run_pod(workdir, pause: float = 0.0) -> list[subprocess.Popen]:
+    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/test_distributed.py)."""
+    return start_pod("train_in_pod", 2, 2, args=(CONFIG, json.dumps(OVERRIDES), str(workdir), str(pause)))
+
+
+def finish(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
+    """Every process's printed result and stderr, once each has exited with 0."""
+    outputs = [process.communicate(timeout=300) for process in pod]
+    for process, (_, stderr) in zip(pod, outputs, strict=True):
+        assert process.returncode == 0, stderr[-3000:]
+    return [(last_json_line(stdout), stderr) for stdout, stderr in outputs]
+
+
+@pytest.mark.slow  # About 35 s: a pod of two processes, three times.
+def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
+    whole = finish(run_pod(tmp_path / "whole"))
+
+    pod, folder = run_pod(tmp_path / "killed", pause=0.2), tmp_path / "killed" / "checkpoints"
+    deadline = time.monotonic() + 120
+    while not (folder.is_dir() and sum(name.isdigit() for name in os.listdir(folder)) >= 2):  # Beyond the first.
+        assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
+        assert time.monotonic() < deadline, "no second checkpoint within 120 s"
+        time.sleep(0.01)
+    time.sleep(random.uniform(0.0, 1.0))  # Anywhere in a pause, a dispatch or a save, of 6 dispatches left.
+    assert all(process.poll() is None for process in pod), "the pod ended before it could be killed"
+    for process in pod:
+        process.send_signal(signal.SIGKILL)
+    for process in pod:
+        process.wait()
+
+    relaunched = finish(run_pod(tmp_path / "killed"))
+    assert f"resuming from {folder}/" in relaunched[0][1]  # Process 0 says so.
+    compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]
+    assert len(compiled_at) == 2 and compiled_at[1] > 512 * 8  # It went on from checkpoint 8 or a later one.
+
+    assert [result for result, _ in relaunched] == [result for result, _ in whole]  # Each process's parameters.
+    assert relaunched[0][0]["digest"] == relaunched[1][0]["digest"]
+    assert records(tmp_path / "killed") == records(tmp_path / "whole")
+    assert not [name for name in os.listdir(folder) if not name.isdigit()]  # No temporary folder left behind.
 
 
 @pytest.mark.parametrize(
