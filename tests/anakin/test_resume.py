@@ -101,7 +101,7 @@ def die_in_save(workdir, update: int, where: str) -> subprocess.CompletedProcess
     return run_module("dies_in_save", *args, num_devices=1)
 
 
-@pytest.mark.slow  # About 30 s: four runs in fresh processes (the uninterrupted one shared with the test above).
+@pytest.mark.slow  # 15-20 s: four runs in fresh processes (the uninterrupted one shared with the test above).
 def test_a_kill_during_a_save_leaves_the_previous_checkpoint_to_resume_from(tmp_path, uninterrupted):
     whole_dir, whole = uninterrupted(1)
     workdir, folder = tmp_path / "killed", str(tmp_path / "killed" / "checkpoints")
@@ -146,7 +146,7 @@ def finish(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
     return [(last_json_line(stdout), stderr) for stdout, stderr in outputs]
 
 
-@pytest.mark.slow  # About 35 s: a pod of two processes, three times.
+@pytest.mark.slow  # 35-45 s: a pod of two processes, three times.
 def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
     whole = finish(run_pod(tmp_path / "whole"))
 
