@@ -2,7 +2,9 @@
 
 Equal means the whole final learner state bitwise, and every metrics.jsonl
 record but its timings. The runs are subprocesses on forced CPU devices; a
-pause at each log record (timing only) leaves room to kill them mid-run.
+pause at each log record (timing only) leaves room to kill them mid-run. The
+kill lands anywhere, inside a checkpoint's save too (`tests/programs/dies_in_save.py`),
+and in a pod of processes every process is killed.
 """
 
 import json
@@ -16,7 +18,8 @@ import time
 import pytest
 
 import podracer
-from tests.helpers import ROOT, last_json_line, load_config, run_module, subprocess_env
+from podracer.checkpoints import Checkpointer
+from tests.helpers import ROOT, last_json_line, load_config, run_module, start_pod, subprocess_env
 
 CONFIG = "anakin_catch"
 # 8 dispatches of 4 updates, with a checkpoint after each.
@@ -31,6 +34,22 @@ def records(workdir, timings: bool = False) -> list[dict]:
 
 def run(workdir, num_devices: int, pause: float = 0.0) -> subprocess.CompletedProcess:
     return run_module("resumable_run", CONFIG, json.dumps(OVERRIDES), str(workdir), str(pause), num_devices=num_devices)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """`uninterrupted(num_devices)`: the workdir and result of a run never stopped, run once per module and device count."""
+    runs = {}
+
+    def get(num_devices: int) -> tuple[str, subprocess.CompletedProcess]:
+        if num_devices not in runs:
+            workdir = tmp_path_factory.mktemp(f"whole_on_{num_devices}")
+            result = run(workdir, num_devices)
+            assert result.returncode == 0, result.stderr
+            runs[num_devices] = workdir, result
+        return runs[num_devices]
+
+    return get
 
 
 def kill_when_logged(workdir, num_devices: int, lines: int) -> None:
@@ -56,9 +75,8 @@ def kill_when_logged(workdir, num_devices: int, lines: int) -> None:
 
 @pytest.mark.slow  # About 14 s each: three runs in fresh processes.
 @pytest.mark.parametrize("num_devices", [1, 2])
-def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, num_devices):
-    whole = run(tmp_path / "whole", num_devices)
-    assert whole.returncode == 0, whole.stderr
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, num_devices, uninterrupted):
+    whole_dir, whole = uninterrupted(num_devices)
 
     lines = random.Random(num_devices).randint(2, 6)
     kill_when_logged(tmp_path / "killed", num_devices, lines)
@@ -69,7 +87,91 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, num_device
     assert len(compiled_at) == 2 and compiled_at[1] > compiled_at[0]  # It went on from a checkpoint mid-run.
 
     assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # Steps and the learner state's digest.
+    assert records(tmp_path / "killed") == records(whole_dir)
+
+
+def checkpoint_folders(workdir) -> list[str]:
+    """What `WORKDIR/checkpoints` holds, in update order: finished checkpoints and orbax's temporary folders."""
+    return sorted(os.listdir(os.path.join(workdir, "checkpoints")), key=lambda name: int(name.split(".")[0]))
+
+
+def die_in_save(workdir, update: int, where: str) -> subprocess.CompletedProcess:
+    """The run of `run`, SIGKILLed while it writes the checkpoint of `update` (see tests/programs/dies_in_save.py)."""
+    args = (str(update), where, "resumable_run", CONFIG, json.dumps(OVERRIDES), str(workdir), "0")
+    return run_module("dies_in_save", *args, num_devices=1)
+
+
+@pytest.mark.slow  # 15-20 s: four runs in fresh processes (the uninterrupted one shared with the test above).
+def test_a_kill_during_a_save_leaves_the_previous_checkpoint_to_resume_from(tmp_path, uninterrupted):
+    whole_dir, whole = uninterrupted(1)
+    workdir, folder = tmp_path / "killed", str(tmp_path / "killed" / "checkpoints")
+
+    # Killed with every item of checkpoint 12 written, its commit-success file too, before orbax's last rename.
+    killed = die_in_save(workdir, 12, "step")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert "SIGKILL before renaming" in killed.stderr
+    assert checkpoint_folders(workdir) == ["4", "8", "12.orbax-checkpoint-tmp"]
+    assert "commit_success.txt" in os.listdir(os.path.join(folder, "12.orbax-checkpoint-tmp"))
+    checkpointer = Checkpointer(str(workdir), load_config(CONFIG, OVERRIDES))
+    assert checkpointer.steps == [8, 4]  # 12 is not a checkpoint.
+    checkpointer.close()
+
+    # Resumed from 8, and killed in the save of 20, its `state` arrays written but not yet renamed into place.
+    killed = die_in_save(workdir, 20, "state")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert f"resuming from {folder}/8:" in killed.stderr and "cannot be read" not in killed.stderr
+    assert checkpoint_folders(workdir) == ["8", "12", "16", "20.orbax-checkpoint-tmp"]  # 12 written again.
+    assert os.listdir(os.path.join(folder, "20.orbax-checkpoint-tmp", "state.orbax-checkpoint-tmp"))  # Mid-save.
+
+    resumed = run(workdir, 1)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {folder}/16:" in resumed.stderr and "cannot be read" not in resumed.stderr
+    assert checkpoint_folders(workdir) == ["24", "28", "32"]
+    compiled_at = [r["step"] for r in records(workdir, timings=True) if "compile_seconds" in r]
+    assert compiled_at == [512 * 4, 512 * (8 + 4), 512 * (16 + 4)]  # Started from 0, 8 and 16 updates (512 steps each).
+    assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # Steps and the learner state's digest.
+    assert records(workdir) == records(whole_dir)
+
+
+def run_pod(workdir, pause: float = 0.0) -> list[subprocess.Popen]:
+    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/test_distributed.py)."""
+    return start_pod("train_in_pod", 2, 2, args=(CONFIG, json.dumps(OVERRIDES), str(workdir), str(pause)))
+
+
+def finish(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
+    """Every process's printed result and stderr, once each has exited with 0."""
+    outputs = [process.communicate(timeout=300) for process in pod]
+    for process, (_, stderr) in zip(pod, outputs, strict=True):
+        assert process.returncode == 0, stderr[-3000:]
+    return [(last_json_line(stdout), stderr) for stdout, stderr in outputs]
+
+
+@pytest.mark.slow  # 35-45 s: a pod of two processes, three times.
+def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
+    whole = finish(run_pod(tmp_path / "whole"))
+
+    pod, folder = run_pod(tmp_path / "killed", pause=0.2), tmp_path / "killed" / "checkpoints"
+    deadline = time.monotonic() + 120
+    while not (folder.is_dir() and sum(name.isdigit() for name in os.listdir(folder)) >= 2):  # Beyond the first.
+        assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
+        assert time.monotonic() < deadline, "no second checkpoint within 120 s"
+        time.sleep(0.01)
+    time.sleep(random.uniform(0.0, 1.0))  # Anywhere in a pause, a dispatch or a save, of 6 dispatches left.
+    assert all(process.poll() is None for process in pod), "the pod ended before it could be killed"
+    for process in pod:
+        process.send_signal(signal.SIGKILL)
+    for process in pod:
+        process.wait()
+
+    relaunched = finish(run_pod(tmp_path / "killed"))
+    assert f"resuming from {folder}/" in relaunched[0][1]  # Process 0 says so.
+    compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]
+    assert len(compiled_at) == 2 and compiled_at[1] > 512 * 8  # It went on from checkpoint 8 or a later one.
+
+    assert [result for result, _ in relaunched] == [result for result, _ in whole]  # Each process's parameters.
+    assert relaunched[0][0]["digest"] == relaunched[1][0]["digest"]
     assert records(tmp_path / "killed") == records(tmp_path / "whole")
+    assert not [name for name in os.listdir(folder) if not name.isdigit()]  # No temporary folder left behind.
 
 
 @pytest.mark.parametrize(
