@@ -157,7 +157,10 @@ class Checkpointer:
             self.directory,
             item_names=("state", "meta"),
             options=ocp.CheckpointManagerOptions(
-                max_to_keep=self._config.checkpoint.keep, create=True, enable_async_checkpointing=False
+                max_to_keep=self._config.checkpoint.keep,
+                create=True,
+                enable_async_checkpointing=False,
+                cleanup_tmp_directories=True,  # A save a kill interrupted leaves a temporary folder: removed here.
             ),
         )
 
