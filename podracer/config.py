@@ -12,6 +12,7 @@ builds its run, still before anything is compiled. Every failure is a
 """
 
 import ast
+import difflib
 import os
 import runpy
 from collections.abc import Callable, Mapping
@@ -88,11 +89,18 @@ def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
     if not callable(get_config):
         raise ValueError(f"{path} defines no get_config(); a config file returns its ConfigDict from get_config()")
     config = get_config()
+    if not isinstance(config, ConfigDict):
+        raise ValueError(f"{path}'s get_config() returned {type(config).__name__}, not the ConfigDict of defaults()")
     for field, value in (overrides or {}).items():
         override(config, field, value, source=path)
     config.lock()
     for field in OPEN_FIELDS:
-        field_checks.get(config, field).unlock()
+        group = field_checks.get(config, field)
+        if not isinstance(group, ConfigDict):
+            raise ConfigError(
+                field, f"must be a group of options, got {group!r}", f"set options one by one: {field}.NAME"
+            )
+        group.unlock()
     return config
 
 
@@ -128,12 +136,17 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     """Raises `ConfigError` for any value that cannot work on any machine. Touches no device.
 
     The network, optimiser and agent fields are checked when the agent is built
-    from the config, the environment's name when the environment is.
+    from the config, the environment's name when the environment is. The
+    config must have the fields of `defaults(agent, architecture)` and no
+    others (a field misspelt in a config file, say), except `env.kwargs`.
     """
     field_checks.choice(config, "architecture", ARCHITECTURES)
+    if agent_from_config:
+        field_checks.choice(config, "agent.name", agents.names())
+    _validate_field_names(config, agent_from_config)
     field_checks.integer(config, "seed", at_least=0)
     field_checks.integer(config, "replicas", at_least=1)
-    field_checks.integer(config, "total_steps", at_least=1, example=1_000_000)
+    field_checks.integer(config, "total_steps", at_least=1, example=1_000_000, at_most=None)
     field_checks.integer(config, "cpu_threads", at_least=0, example=1)
     field_checks.integer(config, "unroll_length", at_least=1, example=20)
     field_checks.integer(config, "checkpoint.every_updates", at_least=0, example=100)
@@ -144,7 +157,6 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
         _validate_network_and_optimizer(config)
-        field_checks.choice(config, "agent.name", agents.names())
         validate_agent = agents.lookup(config.agent.name).validate
         if validate_agent:
             validate_agent(config)
@@ -160,8 +172,66 @@ def make_environment(config: ConfigDict, factory: Callable, *args: Any) -> Any:
         raise ConfigError(
             "env.kwargs",
             f"{config.env.name} rejects {dict(config.env.kwargs)} ({error})",
-            "pass only the environment's own constructor arguments",
+            "pass only the environment's own options, at values it accepts",
         ) from None
+
+
+def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
+    """The config has the fields `defaults(agent, architecture)` has, and no others; `env.kwargs` is open.
+
+    With an agent passed in, its groups (`agent`, `network`, `optimizer`) are
+    the user's and not compared.
+    """
+    architecture = config.architecture
+    agent = config.agent.name if agent_from_config else "actor_critic"
+    expected = defaults(agent, architecture)
+    skipped = set(OPEN_FIELDS) | (set() if agent_from_config else {"agent", "network", "optimizer"})
+    missing = [field for field in _field_names(expected, skipped) if not _has_field(config, field)]
+    others = [defaults(agent, other) for other in ARCHITECTURES if other != architecture]
+    architectures = [field for field in missing if not any(_has_field(other, field) for other in others)]
+    if architectures:  # The fields of another architecture's config, or none.
+        raise ConfigError(
+            "architecture",
+            f"a config for {architecture} has the fields {architectures}, which this config lacks",
+            f"start from a config for {architecture} (a configs/{architecture}_*.py file, or "
+            f"podracer.defaults(agent, {architecture!r})) instead of changing the architecture of another",
+        )
+    agents_own = [field for field in missing if field.startswith("agent.")]
+    if agents_own:  # The fields of another agent's config.
+        raise ConfigError(
+            "agent.name",
+            f"agent {agent!r} reads {agents_own}, which this config lacks",
+            f"start from a config made for {agent} (podracer.defaults({agent!r}, {architecture!r})), "
+            f"or in Python set config.agent = podracer.defaults({agent!r}).agent",
+        )
+    for field in missing:
+        field_checks.get(config, field)  # Raises, naming the field, or the group that is not one.
+    for field in _field_names(config, skipped):
+        parent = field.rpartition(".")[0]
+        if not _has_field(expected, field) and _has_field(expected, parent):  # Misspelt, or another's.
+            group = field_checks.get(expected, parent) if parent else expected
+            _unknown(field, group, parent, f"a config for {architecture}")
+
+
+def _field_names(config: ConfigDict, skipped: set, prefix: str = "") -> list[str]:
+    """The dotted names of every field and group under `config`, groups before their fields, `skipped` left out."""
+    names = []
+    for name, value in config.items():
+        field = f"{prefix}{name}"
+        if field not in skipped:
+            names.append(field)
+            if isinstance(value, ConfigDict):
+                names.extend(_field_names(value, skipped, f"{field}."))
+    return names
+
+
+def _has_field(config: ConfigDict, field: str) -> bool:
+    node = config
+    for part in field.split(".") if field else []:
+        if not isinstance(node, ConfigDict) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 def _validate_network_and_optimizer(config: ConfigDict) -> None:
@@ -201,17 +271,21 @@ def _read(field: str, text: str, current: Any) -> Any:
     except (KeyError, ValueError, SyntaxError):
         if current is None or (kind not in (bool, int, float, tuple, list)):
             return text  # A free-form field (an environment option, say): the text itself.
-        what, example = {
-            bool: ("True or False", "True"),
-            int: ("a whole number", "64"),
-            float: ("a number", "0.001"),
-            tuple: ("a tuple", '"(0, 1)"'),
-            list: ("a tuple", '"(0, 1)"'),
-        }[kind]
-        raise ConfigError(field, f"cannot read {text!r} as {what}", f"pass e.g. --config.{field}={example}") from None
+        what = {bool: "True or False", int: "a whole number", float: "a number", tuple: "a tuple", list: "a tuple"}
+        example = f'"{tuple(current)}"' if kind in (tuple, list) else repr(current)  # The value it has.
+        raise ConfigError(
+            field, f"cannot read {text!r} as {what[kind]}", f"pass e.g. --config.{field}={example}"
+        ) from None
 
 
 def _unknown(field: str, node: Any, parent: str, source: str) -> None:
-    siblings = sorted(node.keys()) if isinstance(node, ConfigDict) else []
+    """Raises the `ConfigError` for `field`, which `node`, the value at `parent`, does not have."""
     where = f"config.{parent}" if parent else "config"
-    raise ConfigError(field, f"{source} has no such field", f"the fields of {where} are {siblings}")
+    if not isinstance(node, ConfigDict):
+        raise ConfigError(
+            field, f"{source} has no such field ({where} is one value, not a group)", f"set --{where}=VALUE itself"
+        )
+    siblings = sorted(node.keys())
+    close = difflib.get_close_matches(field[len(parent) :].lstrip(".").split(".")[0], siblings, n=1)
+    hint = f"did you mean {where}.{close[0]}? " if close else ""
+    raise ConfigError(field, f"{source} has no such field", f"{hint}the fields of {where} are {siblings}")

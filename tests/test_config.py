@@ -47,7 +47,7 @@ def test_environment_options_are_open_other_groups_are_locked():
         ({"agent.gamma.x": "3"}, ["config.agent.gamma.x", "no such field"]),
         ({"num_envs": "many"}, ["config.num_envs", "'many'", "whole number"]),
         ({"num_envs": "6.5"}, ["config.num_envs", "'6.5'", "whole number"]),
-        ({"network.hidden_sizes": "64"}, ["config.network.hidden_sizes", "tuple", "(0, 1)"]),
+        ({"network.hidden_sizes": "64"}, ["config.network.hidden_sizes", "tuple", "(64, 64)"]),
         ({"network.hidden_sizes": "(64"}, ["config.network.hidden_sizes", "tuple"]),
         ({"network.shared_torso": "maybe"}, ["config.network.shared_torso", "True or False"]),
         ({"optimizer.learning_rate": "fast"}, ["config.optimizer.learning_rate", "a number"]),

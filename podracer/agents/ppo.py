@@ -46,7 +46,8 @@ def validate(config: ConfigDict) -> None:
     field_checks.fraction(config, "agent.gae_lambda", example=0.95)
     field_checks.integer(config, "agent.num_epochs", at_least=1, example=4)
     field_checks.integer(config, "agent.num_minibatches", at_least=1, example=4)
-    field_checks.number(config, "agent.clip_epsilon", example=0.2, above=0.0)
+    # The ratio is clipped to [1 - clip_epsilon, 1 + clip_epsilon].
+    field_checks.number(config, "agent.clip_epsilon", example=0.2, above=0.0, at_most=1.0)
     field_checks.boolean(config, "agent.clip_value_loss")
     field_checks.boolean(config, "agent.normalize_advantages")
 

@@ -35,6 +35,7 @@ from dm_env import specs
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.field_checks import is_whole_number
 
 # Importing brax prints "Failed to import warp" (mujoco.mjx, without its GPU extra) and warns that jaxopt is
 # deprecated; neither is the user's concern.
@@ -60,7 +61,7 @@ class BraxEnvironment(Environment):
     def __post_init__(self):
         for name in ("episode_length", "action_repeat"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not is_whole_number(value, 1):
                 raise ValueError(f"brax {self.task}: {name} must be a positive integer, got {value!r}.")
 
     @property

@@ -21,6 +21,7 @@ from flax import struct
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.field_checks import is_whole_number
 
 _GRAVITY = 9.8
 _MASSCART = 1.0
@@ -46,6 +47,10 @@ class CartPoleState:
 @dataclasses.dataclass(frozen=True)
 class CartPole(Environment):
     max_episode_steps: int = 500
+
+    def __post_init__(self):
+        if not is_whole_number(self.max_episode_steps, 1):
+            raise ValueError(f"max_episode_steps must be a whole number >= 1, got {self.max_episode_steps!r}.")
 
     def reset(self, key: chex.PRNGKey) -> tuple[CartPoleState, ts.TimeStep]:
         x, x_dot, theta, theta_dot = jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05)

@@ -17,6 +17,7 @@ from flax import struct
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.field_checks import is_whole_number
 
 
 @struct.dataclass
@@ -32,8 +33,10 @@ class Catch(Environment):
     columns: int = 5
 
     def __post_init__(self):
-        if self.rows < 2 or self.columns < 1:
-            raise ValueError(f"Catch needs rows >= 2 and columns >= 1, got {self.rows}x{self.columns}.")
+        if not (is_whole_number(self.rows, 2) and is_whole_number(self.columns, 1)):
+            raise ValueError(
+                f"Catch needs whole numbers rows >= 2 and columns >= 1, got {self.rows!r}x{self.columns!r}."
+            )
 
     def reset(self, key: chex.PRNGKey) -> tuple[CatchState, ts.TimeStep]:
         state = CatchState(
@@ -73,6 +76,9 @@ class NestedCatch(Environment):
 
     rows: int = 10
     columns: int = 5
+
+    def __post_init__(self):
+        self._catch  # noqa: B018 -- Catch checks the board's size.
 
     @property
     def _catch(self) -> Catch:

@@ -100,6 +100,7 @@ import numpy as np
 from podracer.envs import spaces
 from podracer.envs.host import HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
+from podracer.field_checks import INT32_MAX, is_number, is_whole_number
 
 ATARI_DEFAULTS: dict[str, Any] = {
     "img_height": 84,  # Observations: 84x84 grey frames,
@@ -118,6 +119,18 @@ ATARI_DEFAULTS: dict[str, Any] = {
 
 STICKY_ACTION_PROBABILITY = 0.25
 _RESERVED = ("env_type", "batch_size")  # Fixed by this module: gymnasium API, synchronous.
+# envpool options that count something, by their least value. envpool checks none of them: it aborts the process
+# on num_threads=-1, and runs with max_episode_steps=-1 or frame_skip=0.
+_COUNTS = {
+    "max_episode_steps": 1,
+    "frame_skip": 1,
+    "stack_num": 1,
+    "frame_stack": 1,
+    "img_height": 1,
+    "img_width": 1,
+    "num_threads": 0,
+    "noop_max": 0,
+}
 
 
 @functools.cache
@@ -165,12 +178,15 @@ def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> Envp
     options = {**ATARI_DEFAULTS, **kwargs} if atari else dict(kwargs)
     sticky_actions = options.pop("sticky_actions", None)
     if sticky_actions is not None:
+        if not isinstance(sticky_actions, bool):
+            raise ValueError(f"sticky_actions must be True or False, got {sticky_actions!r}.")
         if not atari:
             raise ValueError(f"sticky_actions applies to Atari tasks only, not {name!r}.")
         if "repeat_action_probability" not in kwargs:
             options["repeat_action_probability"] = STICKY_ACTION_PROBABILITY if sticky_actions else 0.0
         elif "sticky_actions" in kwargs:
             raise ValueError("Give sticky_actions or repeat_action_probability, not both.")
+    _check_options(name, options)
     with warnings.catch_warnings():
         # gymnasium warns that envpool's float64 Box bounds are cast to float32; harmless.
         warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
@@ -183,6 +199,32 @@ def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> Envp
             raise ValueError(f"envpool rejected {name!r} with options {options}: {message}") from error
         frames_per_step = int(pool.spec.config.frame_skip) if atari else 1
         return EnvpoolEnvironment(pool, name, frames_per_step=frames_per_step, atari=atari)
+
+
+def _check_options(name: str, options: dict[str, Any]) -> None:
+    """`ValueError` for an option of the wrong type (as the task's default has it) or a count out of range.
+
+    envpool reports a wrong type in a message of many lines, and checks no range; unknown options it names itself.
+    """
+    defaults = _envpool().make_spec(name).config._asdict()
+    for key, value in options.items():
+        default = defaults.get(key)
+        if key in _COUNTS:
+            ok, wanted = is_whole_number(value, _COUNTS[key]), f"a whole number >= {_COUNTS[key]}"
+        elif key == "repeat_action_probability":
+            ok, wanted = is_number(value, at_least=0.0, at_most=1.0), "a probability in [0, 1]"
+        elif isinstance(default, bool):
+            ok, wanted = isinstance(value, bool), "True or False"
+        elif isinstance(default, int):
+            ok, wanted = is_whole_number(value, -INT32_MAX - 1), "a whole number"
+        elif isinstance(default, float):
+            ok, wanted = is_number(value), "a number"
+        elif isinstance(default, str):
+            ok, wanted = isinstance(value, str), "a string"
+        else:
+            continue
+        if not ok:
+            raise ValueError(f"{name}'s option {key} must be {wanted}, got {value!r}.")
 
 
 class EnvpoolEnvironment(HostEnvironment):

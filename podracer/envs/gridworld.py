@@ -25,6 +25,7 @@ from flax import struct
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.field_checks import is_whole_number
 
 # Figure 2 of the paper: "#" is a wall, "." a free cell.
 _LAYOUT_ROWS = (
@@ -67,8 +68,10 @@ class FourRooms(Environment):
     random_goal: bool = False
 
     def __post_init__(self):
-        if self.max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be positive, got {self.max_episode_steps}.")
+        if not is_whole_number(self.max_episode_steps, 1):
+            raise ValueError(f"max_episode_steps must be a whole number >= 1, got {self.max_episode_steps!r}.")
+        if not isinstance(self.random_goal, bool):
+            raise ValueError(f"random_goal must be True or False, got {self.random_goal!r}.")
 
     def reset(self, key: chex.PRNGKey) -> tuple[FourRoomsState, ts.TimeStep]:
         num_free = FREE_CELLS.shape[0]

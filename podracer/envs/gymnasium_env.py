@@ -168,7 +168,7 @@ class GymnasiumEnvironment(HostEnvironment):
         try:  # The first environment is made here, in this process, for the spaces: most errors show up now.
             with _main_script_hidden():
                 vec = AsyncVectorEnv([make_env] * self.num_envs, context=start_method, autoreset_mode=mode)
-        except (TypeError, ValueError, gymnasium.error.Error) as error:
+        except (TypeError, ValueError, AssertionError, gymnasium.error.Error) as error:  # Gymnasium asserts some.
             raise ValueError(f"Gymnasium could not make {task!r} with {make_kwargs}: {error}") from error
         except (EOFError, OSError) as error:
             raise RuntimeError(

@@ -41,6 +41,7 @@ from gymnax.environments import spaces
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.field_checks import INT32_MAX, is_number, is_whole_number
 
 Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
 
@@ -120,13 +121,17 @@ def make(task: str, **kwargs: Any) -> GymnaxEnvironment:
     constructor = _constructor_arguments(task)
     ours = {name: _hashable(value) for name, value in kwargs.items()}
     constructor_kwargs = tuple(sorted((k, v) for k, v in ours.items() if k in constructor))
-    fields = [field.name for field in dataclasses.fields(_gymnax_env(task, constructor_kwargs).default_params)]
+    default_params = _gymnax_env(task, constructor_kwargs).default_params
+    fields = [field.name for field in dataclasses.fields(default_params)]
     unknown = sorted(set(ours) - set(constructor) - set(fields))
     if unknown:
         raise ValueError(
             f"gymnax {task} has no setting {', '.join(unknown)}: its env params are {fields}"
             + (f" and its constructor takes {constructor}" if constructor else "")
         )
+    for name, value in ours.items():
+        if name in fields:
+            _check_param(task, name, value, getattr(default_params, name))
     params_overrides = tuple(sorted((k, v) for k, v in ours.items() if k in fields))
     return GymnaxEnvironment(task, constructor_kwargs, params_overrides)
 
@@ -178,6 +183,22 @@ def _strong_array(leaf: Any) -> jax.Array:
     `AutoReset` can select between a reset and a stepped state.
     """
     return jnp.asarray(leaf, jnp.result_type(leaf))
+
+
+def _check_param(task: str, name: str, value: Any, default: Any) -> None:
+    """`ValueError` unless an env params override has its default's type (gymnax checks none); episodes last >= 1 step."""
+    if name == "max_steps_in_episode":
+        ok, wanted = is_whole_number(value, 1), "a whole number >= 1"
+    elif isinstance(default, bool):
+        ok, wanted = isinstance(value, bool), "True or False"
+    elif isinstance(default, int):
+        ok, wanted = is_whole_number(value, -INT32_MAX - 1), "a whole number"
+    elif isinstance(default, float):
+        ok, wanted = is_number(value), "a number"
+    else:  # An array (Acrobot's available_torque): `_like` converts it.
+        return
+    if not ok:
+        raise ValueError(f"gymnax {task}'s {name} must be {wanted}, got {value!r}.")
 
 
 def _like(value: Any, default: Any) -> Any:

@@ -108,7 +108,7 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
             raise ConfigError(
                 "env.name",
                 f"{prefix} environments run under {runs_on}, not {architecture}",
-                f"set --config.architecture={runs_on}, or choose a {architecture} environment",
+                f"set --config.architecture={runs_on}, or choose an environment for {architecture}",
             )
         if not import_suite:
             if importlib.util.find_spec(suite.package) is None:

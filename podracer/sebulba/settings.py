@@ -37,7 +37,18 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     ):
         field_checks.integer(config, field, at_least=1, example=example)
     field_checks.number(config, "stall_timeout_seconds", example=300, above=0.0)
-    if config.policy_lag not in (0, 1):
+    envs_in_job = config.replicas * len(config.actor_device_ids) * config.actor_threads_per_device
+    envs_in_job *= config.envs_per_thread
+    if config.seed + envs_in_job - 1 > field_checks.INT32_MAX:  # Environment i of the job is seeded seed + i.
+        raise ConfigError(
+            "seed",
+            f"the job's {envs_in_job} environments would be seeded {config.seed} to {config.seed + envs_in_job - 1}, "
+            f"past {field_checks.INT32_MAX}: environment seeds are 32-bit integers",
+            "set --config.seed=0"
+            if envs_in_job <= field_checks.INT32_MAX
+            else "run fewer environments (envs_per_thread, actor_threads_per_device, actor_device_ids)",
+        )
+    if isinstance(config.policy_lag, bool) or config.policy_lag not in (0, 1):
         raise ConfigError(
             "policy_lag",
             f"must be 0 or 1, got {config.policy_lag!r}",
@@ -56,6 +67,13 @@ def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
     available = jax.local_device_count()
     actors = tuple(config.actor_device_ids)
     learners = tuple(config.learner_device_ids)
+    if not learners and available > 1 and set(range(available)) <= set(actors):
+        raise ConfigError(
+            "actor_device_ids",
+            f"{actors} are all {available} devices of this process, which leaves none to learn on",
+            "leave at least one device out of actor_device_ids (learner_device_ids=() takes the rest), "
+            "or share one device only on a one-device process",
+        )
     learners = learners or tuple(i for i in range(available) if i not in actors) or actors
     for field, ids in (("actor_device_ids", actors), ("learner_device_ids", learners)):
         if not all(i < available for i in ids):
