@@ -69,7 +69,8 @@ class SebulbaRun:
     state: Any  # The initial learner state, replicated over the learner mesh.
     update: Callable  # The compiled learner update.
     # Both keys are replicated over the learner mesh. Actor thread i acts with keys folded from
-    # fold_in(fold_in(actor_key, resumes), i); update v learns with fold_in(learner_key, v).
+    # fold_in(actor_key, i), where a resumed run's actor_key is fold_in(seed's, resumes); update v
+    # learns with fold_in(learner_key, v).
     actor_key: jax.Array
     learner_key: jax.Array
     resumes: int  # How many times this run was resumed from a checkpoint before this start.
@@ -155,7 +156,9 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         update = make_learner_update(agent, learner_mesh, config.learner_minibatches, config.check_finite)
         lowered = update.lower(abstract_state, [trajectory] * num_threads, key)  # The agent's errors come here.
         replicate = jax.jit(lambda key: key, out_shardings=replicated)  # Global arrays, in every process.
-        actor_key, learner_key = replicate(jax.random.fold_in(actor_key, resumes)), replicate(learner_key)
+        if resumes:  # A first start keeps the actor keys it always had.
+            actor_key = jax.random.fold_in(actor_key, resumes)
+        actor_key, learner_key = replicate(actor_key), replicate(learner_key)
         state = init(params_key)
         update = lowered.compile()
         compile_seconds = time.perf_counter() - compile_start

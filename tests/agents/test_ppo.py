@@ -166,7 +166,7 @@ def test_ppo_learn_smoke_and_zero_learning_rate():
     state = LearnerState(params, optimizer.init(params))
 
     new_state, metrics = learn(state, trajectory, key)
-    assert set(metrics) == {"loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction"}
+    assert set(metrics) == {"loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm"}
     for name, value in metrics.items():
         assert np.shape(value) == () and np.isfinite(value), name
     for name in params:
