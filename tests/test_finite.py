@@ -56,6 +56,7 @@ def poisoned(agent: podracer.Agent, at_update: int, target: str) -> podracer.Age
     return podracer.Agent(init, agent.act, learn, lambda state: agent.acting_params(state[0]))
 
 
+@pytest.mark.slow  # Two runs each, about 10 s.
 @pytest.mark.parametrize("target", ["loss", "parameter"])
 def test_anakin_stops_at_the_poisoned_update_and_keeps_the_last_good_checkpoint(tmp_path, target):
     fields = {"num_envs": 16, "updates_per_dispatch": 2, "total_steps": 16 * 16 * 2 * 6}
@@ -85,6 +86,7 @@ def test_sebulba_stops_at_the_poisoned_update_with_the_error_itself(tmp_path):
     checkpointer.close()
 
 
+@pytest.mark.slow  # A training run in a fresh process, about 6 s.
 def test_the_command_line_exits_1_naming_the_update():
     result = run_cli(
         "train", "--config", "configs/anakin_catch.py", "--config.optimizer.learning_rate=1e30", "--noprogress"

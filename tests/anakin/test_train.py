@@ -92,6 +92,7 @@ def test_metrics_records_have_the_documented_fields():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow  # Two runs and a recompilation, about 7 s.
 def test_a_dispatch_slower_than_its_bound_is_split_without_changing_the_result(capsys):
     fields = {"num_envs": 16, "updates_per_dispatch": 4, "total_steps": 16 * 16 * 4 * 3}
     whole = podracer.train(load_config("anakin_catch", fields))

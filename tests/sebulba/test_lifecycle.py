@@ -48,7 +48,9 @@ def test_a_stalled_wait_times_out_naming_what_it_waited_for(tmp_path):
     assert "TimeoutError: waited more than 1 s for a rollout from actor thread 0" in result.stderr
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signal_number", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)], ids=["SIGTERM", "SIGINT"]
+)
 def test_a_signal_finishes_the_update_writes_a_checkpoint_and_exits(tmp_path, signal_number):
     process = subprocess.Popen(
         [

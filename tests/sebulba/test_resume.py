@@ -12,6 +12,7 @@ import shutil
 
 import jax
 import numpy as np
+import pytest
 
 import podracer
 from podracer.sebulba import settings
@@ -46,6 +47,7 @@ def test_resume_restores_the_learner_state_and_version_exactly(tmp_path):
     assert meta["update"] == 3 and meta["resumes"] == 0  # The update count is the parameter version.
 
 
+@pytest.mark.slow  # Four short runs, about 10 s.
 def test_two_resumes_from_one_checkpoint_give_identical_parameters(tmp_path):
     podracer.train(config(2), workdir=str(tmp_path / "first"))
     results = []
