@@ -42,6 +42,22 @@ def is_whole_number(value: Any, at_least: int, at_most: int | None = INT32_MAX) 
     )
 
 
+def matches_default_type(value: Any, default: Any) -> tuple[bool, str] | None:
+    """`(ok, what is wanted)` for an option whose default is a bool, int, float or str; None for any other default.
+
+    Environments check their options against their defaults' types with it (envpool and gymnax check none).
+    """
+    if isinstance(default, bool):
+        return isinstance(value, bool), "True or False"
+    if isinstance(default, int):
+        return is_whole_number(value, -INT32_MAX - 1), "a whole number"
+    if isinstance(default, float):
+        return is_number(value), "a number"
+    if isinstance(default, str):
+        return isinstance(value, str), "a string"
+    return None
+
+
 def is_number(
     value: Any, at_least: float | None = None, above: float | None = None, at_most: float | None = None
 ) -> bool:

@@ -100,7 +100,7 @@ import numpy as np
 from podracer.envs import spaces
 from podracer.envs.host import HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
-from podracer.field_checks import INT32_MAX, is_number, is_whole_number
+from podracer.field_checks import is_number, is_whole_number, matches_default_type
 
 ATARI_DEFAULTS: dict[str, Any] = {
     "img_height": 84,  # Observations: 84x84 grey frames,
@@ -213,14 +213,8 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
             ok, wanted = is_whole_number(value, _COUNTS[key]), f"a whole number >= {_COUNTS[key]}"
         elif key == "repeat_action_probability":
             ok, wanted = is_number(value, at_least=0.0, at_most=1.0), "a probability in [0, 1]"
-        elif isinstance(default, bool):
-            ok, wanted = isinstance(value, bool), "True or False"
-        elif isinstance(default, int):
-            ok, wanted = is_whole_number(value, -INT32_MAX - 1), "a whole number"
-        elif isinstance(default, float):
-            ok, wanted = is_number(value), "a number"
-        elif isinstance(default, str):
-            ok, wanted = isinstance(value, str), "a string"
+        elif (typed := matches_default_type(value, default)) is not None:
+            ok, wanted = typed
         else:
             continue
         if not ok:

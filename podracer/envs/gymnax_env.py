@@ -41,7 +41,7 @@ from gymnax.environments import spaces
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-from podracer.field_checks import INT32_MAX, is_number, is_whole_number
+from podracer.field_checks import is_whole_number, matches_default_type
 
 Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
 
@@ -189,12 +189,8 @@ def _check_param(task: str, name: str, value: Any, default: Any) -> None:
     """`ValueError` unless an env params override has its default's type (gymnax checks none); episodes last >= 1 step."""
     if name == "max_steps_in_episode":
         ok, wanted = is_whole_number(value, 1), "a whole number >= 1"
-    elif isinstance(default, bool):
-        ok, wanted = isinstance(value, bool), "True or False"
-    elif isinstance(default, int):
-        ok, wanted = is_whole_number(value, -INT32_MAX - 1), "a whole number"
-    elif isinstance(default, float):
-        ok, wanted = is_number(value), "a number"
+    elif (typed := matches_default_type(value, default)) is not None:
+        ok, wanted = typed
     else:  # An array (Acrobot's available_torque): `_like` converts it.
         return
     if not ok:
