@@ -1,11 +1,15 @@
 """A Sebulba actor thread: steps its host environments, acts on its actor device, ships trajectories.
 
 For every rollout the thread takes the parameter version its policy lag
-prescribes, unrolls T steps (host environment step, then `agent.act` on the
-actor device, whose actions come back to the host), assembles the trajectory
-on the actor device, and sends it device-to-device to the learner devices,
-split along the batch axis with one shard per learner device. The handle goes
-on the thread's own bounded queue.
+prescribes and unrolls T steps: `agent.act` on the actor device (the host
+observation goes in as it is, the actions come back to the host), then a host
+environment step. Per step that is one program call and one read of its
+actions: the timesteps stay on the host until the rollout ends, and the
+episode statistics are summed once per rollout. The trajectory is then sent
+to the learner devices, split along the batch axis with one shard per learner
+device: the timesteps from the host, the actions and the policy outputs
+device-to-device from the actor device. The handle goes on the thread's own
+bounded queue.
 """
 
 import queue
@@ -62,11 +66,33 @@ def make_act_step(agent: Agent, action_spec: Any) -> Callable:
 
 
 @jax.jit
-def assemble_trajectory(observations: list, actions: list, extras: list, step_type, reward, discount) -> Trajectory:
-    """Stacks a rollout's per-step device arrays (and its host-side scalars) into a `Trajectory`."""
+def stack_steps(actions: list, extras: list) -> tuple[Any, Any]:
+    """A rollout's per-step actions and policy outputs, stacked along a new leading time axis on the actor device."""
     stack = lambda xs: jax.tree.map(lambda *leaves: jnp.stack(leaves), *xs)  # noqa: E731
-    timestep = TimeStep(step_type=step_type, reward=reward, discount=discount, observation=stack(observations))
-    return Trajectory(timestep=timestep, action=stack(actions), extras=stack(extras))
+    return stack(actions), stack(extras)
+
+
+def stack_timesteps(timesteps: list[TimeStep]) -> TimeStep:
+    """Host timesteps `[B]` stacked along a new leading time axis, on the host: `[T + 1, B]`."""
+    return jax.tree.map(lambda *leaves: np.stack(leaves), *timesteps)
+
+
+def rollout_episodes(
+    timesteps: TimeStep, episode_return: np.ndarray, episode_length: np.ndarray
+) -> tuple[Completed, np.ndarray, np.ndarray]:
+    """The episodes that ended during a rollout, and the running statistics after it.
+
+    `timesteps` are the rollout's `[T + 1, B]` host timesteps, the first being
+    the one the rollout started from (already counted by the previous rollout).
+    """
+    returns, lengths = [], []
+    for t in range(1, timesteps.step_type.shape[0]):
+        step = jax.tree.map(lambda x, t=t: x[t], timesteps)
+        episode_return, episode_length = episodes.update(episode_return, episode_length, step, xp=np)
+        returns.append(episode_return)
+        lengths.append(episode_length)
+    arrived = jax.tree.map(lambda x: x[1:], timesteps)
+    return episodes.completed(arrived, np.stack(returns), np.stack(lengths), xp=np), episode_return, episode_length
 
 
 def send_to_learners(trajectory: Trajectory, learner_sharding: NamedSharding) -> Trajectory:
@@ -121,7 +147,6 @@ def run_actor(
     key = jax.device_put(key, device)
     host_timestep = env.reset()
     episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
-    observation = jax.device_put(host_timestep.observation, device)
     wait_seconds = 0.0
     for index in range(first_rollout, num_rollouts):
         version = policy_version(index, policy_lag, first_rollout)
@@ -129,40 +154,26 @@ def run_actor(
         params = control.wait(lambda t: parameters.get(version, device, t), f"parameters version {version}")
         wait_seconds += time.perf_counter() - start
 
-        observations, actions, extras, host_timesteps = [observation], [], [], [host_timestep]
-        returns, lengths = [], []  # The running episodes' statistics after each step.
+        actions, extras, host_timesteps = [], [], [host_timestep]
         env_seconds = inference_seconds = 0.0
         for _ in range(unroll_length):
             if control.stop.is_set():
                 raise Stopped
             start = time.perf_counter()
-            action, env_action, step_extras, key = act_step(params, observation, key)
+            action, env_action, step_extras, key = act_step(params, host_timestep.observation, key)
             host_action = np.asarray(env_action)
             inference_seconds += time.perf_counter() - start
 
             start = time.perf_counter()
             host_timestep = env.step(host_action)
-            episode_return, episode_length = episodes.update(episode_return, episode_length, host_timestep, xp=np)
             env_seconds += time.perf_counter() - start
-
-            start = time.perf_counter()
-            observation = jax.device_put(host_timestep.observation, device)
-            inference_seconds += time.perf_counter() - start
-            observations.append(observation)
             actions.append(action)
             extras.append(step_extras)
             host_timesteps.append(host_timestep)
-            returns.append(episode_return)
-            lengths.append(episode_length)
 
-        step_type, reward, discount = (
-            np.stack([getattr(ts, name) for ts in host_timesteps]) for name in ("step_type", "reward", "discount")
-        )
-        arrived = TimeStep(step_type[1:], reward[1:], discount[1:], observation=None)  # The steps this rollout took.
-        completed = episodes.completed(arrived, np.stack(returns), np.stack(lengths), xp=np)
-        trajectory = assemble_trajectory(
-            observations, actions, extras, *jax.device_put((step_type, reward, discount), device)
-        )
+        timesteps = stack_timesteps(host_timesteps)
+        completed, episode_return, episode_length = rollout_episodes(timesteps, episode_return, episode_length)
+        trajectory = Trajectory(timesteps, *stack_steps(actions, extras))
         rollout = Rollout(
             trajectory=send_to_learners(trajectory, learner_sharding),
             params_version=version,

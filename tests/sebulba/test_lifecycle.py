@@ -22,7 +22,7 @@ CONFIG = "configs/sebulba_cartpole_impala.py"
 @pytest.mark.parametrize(
     "module, attribute, fail_on_call, thread",
     [
-        ("podracer.sebulba.actor", "assemble_trajectory", 3, "actor-"),  # The actor thread's own code.
+        ("podracer.sebulba.actor", "stack_steps", 3, "actor-"),  # The actor thread's own code.
         ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-"),  # An environment, inside an actor.
         ("podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner"),  # The learner thread.
     ],
