@@ -84,15 +84,23 @@ def stop(processes: Sequence[subprocess.Popen]) -> None:
             process.wait()
 
 
-def run(command: Sequence[str], processes: int, devices_per_process: int, output: TextIO = sys.stdout) -> int:
+def run(
+    command: Sequence[str],
+    processes: int,
+    devices_per_process: int,
+    output: TextIO = sys.stdout,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """Runs `command` in a pod of `processes` local processes and waits for all of them; returns the pod's status.
 
-    0 when every process exits 0; otherwise the status of the first that
-    failed (128 + N for one killed by signal N), after stopping the others;
-    130 when interrupted (Ctrl-C), after stopping them all.
+    The status is 0 when every process exits 0; otherwise the status of the
+    first that failed (128 + N for one killed by signal N), after stopping the
+    others; 130 when interrupted (Ctrl-C), after stopping them all. `env` adds
+    environment variables to every process's.
     """
     address = f"127.0.0.1:{free_port()}"
-    started = [start(i, command, process_env(i, devices_per_process, address), output) for i in range(processes)]
+    envs = [{**process_env(i, devices_per_process, address), **(env or {})} for i in range(processes)]
+    started = [start(i, command, envs[i], output) for i in range(processes)]
     pod = [process for process, _ in started]
     try:
         status = _wait(pod)
