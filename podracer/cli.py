@@ -176,6 +176,9 @@ def bench(argv: Sequence[str]) -> int:
         return command.run(options)
     except UsageError as error:  # What the machine cannot do, found before anything is written.
         return _error("bench", error)
+    except KeyboardInterrupt:
+        print("podracer bench: interrupted before the results were written", file=sys.stderr)
+        return 130
 
 
 def _use_agg() -> None:

@@ -20,6 +20,7 @@ from podracer.bench.records import Launch, Point, task_to_json
 from podracer.cli import count
 
 WORKER = [sys.executable, "-m", "podracer.bench.worker"]
+INTERRUPTED = 130
 
 
 class MeasurementFailed(RuntimeError):
@@ -38,7 +39,8 @@ def measure(launch: Launch, points: Sequence[Point], repeats: int, env: Mapping[
     """Each of `points` measured `repeats` times in one fresh process (or pod): `{"rates", "unit", "platform"}` each.
 
     `env` adds environment variables to the process's. Raises
-    `MeasurementFailed` if the process (any process of a pod) fails.
+    `MeasurementFailed` if the process (any process of a pod) fails, and
+    `KeyboardInterrupt` if it was interrupted.
     """
     with tempfile.TemporaryDirectory(prefix="podracer-bench-") as scratch:
         tasks, results = os.path.join(scratch, "tasks.json"), os.path.join(scratch, "results.json")
@@ -50,6 +52,8 @@ def measure(launch: Launch, points: Sequence[Point], repeats: int, env: Mapping[
         else:
             base = {**os.environ, **(env or {})}
             status = subprocess.run(command, env=worker_env(launch, base)).returncode
+        if status == INTERRUPTED:  # Ctrl-C reached the pod, which stopped.
+            raise KeyboardInterrupt
         if status != 0:
             raise MeasurementFailed(f"the {describe(launch)} measuring them exited with status {status}")
         with open(results) as f:

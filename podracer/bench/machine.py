@@ -54,10 +54,13 @@ def describe(devices: Devices) -> Machine:
 
 
 def probe() -> Devices:
-    """JAX's default devices, as a fresh process with this process's environment sees them."""
+    """JAX's default devices, as a fresh process with this process's environment sees them.
+
+    Raises `subprocess.CalledProcessError` if JAX cannot start (its error is printed above).
+    """
     result = subprocess.run(
         [sys.executable, "-m", "podracer.bench.machine"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         timeout=PROBE_TIMEOUT_SECONDS,
         check=True,
