@@ -40,8 +40,9 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         "",
         f"{machine.cpu_model}, {machine.cpu_cores} cores, accelerator {machine.accelerator}, "
         f"JAX {machine.jax_version}, podracer {machine.podracer_commit}. Rates are steady-state (compilation and "
-        "warm-up left out): the median of the repeats, with their smallest and largest. Efficiency: figure 4a "
-        "FPS(n) / (n FPS(1)); pipeline, Sebulba over envpool alone.",
+        "warm-up left out): the median of the repeats, with their smallest and largest. Frames are agent steps "
+        "times Atari's frame skip of 4 (one per step elsewhere). Efficiency: figure 4a FPS(n) / (n FPS(1)); "
+        "pipeline, Sebulba over envpool alone.",
         "",
         "| " + " | ".join(header) + " |",
         "| " + " | ".join("---:" if name in NUMBERS else "---" for name in header) + " |",

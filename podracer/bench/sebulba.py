@@ -3,8 +3,9 @@
 - 4b, `actor_batch`: environments per actor thread (32, 64, 128) and unroll
   length (20, 60), on one actor and one learner device.
 - 4c, `device_split`: the same devices divided between actors and learners in
-  every way (with 4: 1+3, 2+2, 3+1), environments per thread rounded up so
-  that every split divides them evenly over its learners.
+  every way (with 4: 1+3, 2+2, 3+1), each point's environments per thread
+  rounded up to a multiple of its learners (1+3 runs 33 where the others run
+  32), since each rollout is split evenly over the learner devices.
 - 4c, `replicas`: 1, 2, 4 processes of a local pod (`podracer.local_pod`),
   each with one actor and one learner forced CPU device; the rate is the
   whole job's.
@@ -18,7 +19,6 @@ With --quick: the config's environments per thread and twice as many at
 unroll 20, the one split of two devices, 1 and 2 replicas, 3 measured updates.
 """
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,9 +62,9 @@ def plan_scaling(setup: Setup) -> list[Point]:
     name, base = benchmark(setup.sebulba_env, on_cpu=setup.forced_cpu)
     devices = max(2, setup.max_devices) if setup.forced_cpu else setup.max_devices
     if devices >= 2:  # One accelerator cannot be split.
-        envs = round_up(configs.load_named(name, base).envs_per_thread, math.lcm(*range(1, devices)))
-        for actors in range(1, devices):
-            overrides = {**base, **split(actors, devices), "envs_per_thread": envs}
+        envs = configs.load_named(name, base).envs_per_thread
+        for actors in range(1, devices):  # Each actor thread's batch is split evenly over the learners.
+            overrides = {**base, **split(actors, devices), "envs_per_thread": round_up(envs, devices - actors)}
             points.append(point(setup, "4c", "device_split", name, overrides, devices))
     name, base = benchmark(setup.sebulba_env, on_cpu=True)  # A local pod runs on forced CPU devices.
     for replicas in QUICK_REPLICAS if setup.quick else REPLICAS:
