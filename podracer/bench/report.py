@@ -13,7 +13,7 @@ from podracer.bench.records import ROW_COLUMNS, Row
 from podracer.cli import count
 
 COLUMNS = ROW_COLUMNS + MACHINE_COLUMNS
-MARKDOWN_COLUMNS = ("figure", "benchmark", "env", "network", "platform", "setting")
+MARKDOWN_COLUMNS = ("figure", "sweep", "benchmark", "env", "network", "platform", "setting")
 MARKDOWN_RESULTS = ("median", "min", "max", "unit", "repeats", "efficiency")
 NUMBERS = ("median", "min", "max", "repeats", "efficiency")  # Right-aligned.
 DECIMALS = {"median": 1, "min": 1, "max": 1, "efficiency": 4}  # In the CSV.
@@ -48,7 +48,7 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         "| " + " | ".join("---:" if name in NUMBERS else "---" for name in header) + " |",
     ]
     for row in rows:
-        cells = [row.figure, row.benchmark, row.env, row.network, row.platform, setting(row)]
+        cells = [row.figure, row.sweep, row.benchmark, row.env, row.network, row.platform, setting(row)]
         cells += [f"{row.median:,.0f}", f"{row.min:,.0f}", f"{row.max:,.0f}", row.unit, str(row.repeats)]
         cells.append("" if row.efficiency is None else f"{row.efficiency:.2f}")
         lines.append("| " + " | ".join(cells) + " |")

@@ -101,7 +101,7 @@ def test_the_markdown_table_has_a_header_a_separator_and_a_line_per_row():
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(rows)
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
-    assert header[:3] == ["figure", "benchmark", "env"] and "median" in header and "efficiency" in header
+    assert header[:4] == ["figure", "sweep", "benchmark", "env"] and "median" in header and "efficiency" in header
     assert set(table[1].replace("|", "").split()) <= {"---", "---:"}
     assert all(line.count("|") == table[0].count("|") for line in table)
     assert "| 1,000,000 |" in table[2] and "1 device, 64 envs, unroll 16" in table[2]
