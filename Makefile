@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CONFIG ?= configs/anakin_catch.py
 WORKDIR ?= runs/$(notdir $(basename $(CONFIG)))
 
-.PHONY: run test test-fast lint format bench bench-sebulba clean
+.PHONY: run test test-fast lint format bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,10 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-plot: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e ".[plot]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
@@ -39,11 +43,9 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(VENV)/.installed
-	$(BIN)/python scripts/benchmark_anakin.py
-
-bench-sebulba: $(VENV)/.installed
-	$(BIN)/python scripts/benchmark_sebulba.py
+# Throughput figures (podracer bench): BENCH_ARGS=--quick for a check in under a minute, --figures 4a,... for some.
+bench: $(VENV)/.installed-plot
+	$(BIN)/podracer bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) runs

@@ -2,6 +2,8 @@
 
     podracer train --config configs/X.py [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
     podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
+    podracer bench [--figures 4a,4b,4c,pipeline,suites] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
+                   [--sebulba-env pong|cartpole]
 
 Configuration errors (an unknown field, a value that cannot work on this
 machine) are reported with the field and the fix, before anything is
@@ -10,6 +12,9 @@ with its traceback, a non-finite loss, gradient or parameter exits 1 naming the
 update; SIGINT and SIGTERM exit 130 and 143 after a checkpoint. `plot` draws the
 runs' learning curves, throughput and time shares (`podracer.plot.summary`)
 into one image; a missing workdir or one without `metrics.jsonl` exits 2.
+`bench` measures the throughput figures of the Podracer paper (Figure 4) on
+this machine (`podracer.bench`); a bad argument exits 2 before anything runs,
+a measurement that failed exits 1 after the others are written.
 """
 
 import os
@@ -18,10 +23,13 @@ from collections.abc import Sequence
 
 USAGE = """usage: podracer train --config CONFIG_FILE [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
        podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
+       podracer bench [--figures 4a,4b,4c,pipeline,suites] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
+                      [--sebulba-env pong|cartpole]
 
 commands:
   train   train an agent described by an ml_collections config file (see configs/)
   plot    draw the learning curves, throughput and time shares of runs (their workdirs), overlaid
+  bench   measure steady-state throughput (Figure 4 of the Podracer paper) into a CSV, a table and figures
 """
 
 PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -91,8 +99,8 @@ def train(argv: Sequence[str]) -> int:
     if jax.process_index() == 0:
         final = result.history[-1]
         print(
-            f"done: {result.steps:,} steps on {_count(jax.device_count(), 'device')} in "
-            f"{_count(jax.process_count(), 'process', 'processes')}, "
+            f"done: {result.steps:,} steps on {count(jax.device_count(), 'device')} in "
+            f"{count(jax.process_count(), 'process', 'processes')}, "
             f"mean episode return {final['mean_episode_return']:.3f}, {final['steps_per_second']:,.0f} steps/s"
             + (f"; logs in {workdir}" if workdir else "")
         )
@@ -141,11 +149,9 @@ def plot(argv: Sequence[str]) -> int:
     except (OSError, ValueError) as error:
         return _error("plot", error)
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # Files only: no display needed.
-    except ImportError:
-        return _error("plot", "matplotlib is not installed: pip install -e '.[plot]' (or pip install matplotlib)")
+        _use_agg()
+    except ImportError as error:
+        return _error("plot", error)
     figure = plot_lib.summary(runs, title=title)
     partial = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.partial")
     try:
@@ -154,8 +160,34 @@ def plot(argv: Sequence[str]) -> int:
     finally:
         if os.path.exists(partial):
             os.remove(partial)
-    print(f"wrote {out}: {_count(len(runs), 'run')}, {sum(len(r) for r in runs.values())} log records")
+    print(f"wrote {out}: {count(len(runs), 'run')}, {sum(len(r) for r in runs.values())} log records")
     return 0
+
+
+def bench(argv: Sequence[str]) -> int:
+    from podracer.bench import command
+
+    try:
+        options = command.parse_arguments(argv)
+        _use_agg()  # Before measuring for minutes, not after.
+    except (UsageError, ImportError) as error:
+        return _error("bench", error)
+    try:
+        return command.run(options)
+    except UsageError as error:  # What the machine cannot do, found before anything is written.
+        return _error("bench", error)
+    except KeyboardInterrupt:
+        print("podracer bench: interrupted before the results were written", file=sys.stderr)
+        return 130
+
+
+def _use_agg() -> None:
+    """Selects matplotlib's file-only backend (no display needed); an ImportError that says how to install it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("matplotlib is not installed: pip install -e '.[plot]' (or pip install matplotlib)") from None
+    matplotlib.use("Agg")
 
 
 def _labels(workdirs: Sequence[str]) -> list[str]:
@@ -169,11 +201,12 @@ def _error(command: str, error: Exception | str, code: int = EXIT_USAGE) -> int:
     return code
 
 
-def _count(number: int, singular: str, plural: str = "") -> str:
+def count(number: int, singular: str, plural: str = "") -> str:
+    """`number` and its noun: "1 device", "2 devices", "2 processes" (with `plural`)."""
     return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
-COMMANDS = {"train": train, "plot": plot}
+COMMANDS = {"train": train, "plot": plot, "bench": bench}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -74,7 +74,7 @@ def summary(runs: Runs, title: str | None = None) -> Any:
     time, and steps per second. Runs with Sebulba's telemetry get a second
     row: where the actor threads' and the learner's time went.
     """
-    plt = _pyplot()
+    plt = pyplot()
     runs = as_runs(runs)
     with_shares = any(has_time_shares(records) for records in runs.values())
     rows = 2 if with_shares else 1
@@ -154,7 +154,7 @@ def frames(images: Sequence[Any], titles: Sequence[str] | None = None, columns: 
 
     `images` are `[H, W]` or `[H, W, 3|4]` arrays; `titles` label each one.
     """
-    plt = _pyplot()
+    plt = pyplot()
     columns = columns or len(images)
     rows = math.ceil(len(images) / columns)
     height, width = np.shape(images[0])[:2]
@@ -172,7 +172,7 @@ def frames(images: Sequence[Any], titles: Sequence[str] | None = None, columns: 
 
 def save(figure: Any, path: str, file_format: str | None = None) -> None:
     """Writes `figure` (in `file_format`, or the one the extension names: .png, .pdf, .svg) and closes it."""
-    plt = _pyplot()
+    plt = pyplot()
     figure.savefig(path, dpi=DPI, format=file_format)
     plt.close(figure)
 
@@ -211,7 +211,7 @@ def _finish(ax: Any, runs: Runs) -> None:
         ax.legend(fontsize="small")
 
 
-def _pyplot():
+def pyplot():
     """matplotlib's pyplot, or an ImportError that says how to install it."""
     try:
         import matplotlib.pyplot as plt

@@ -6,7 +6,6 @@ processes) are modules under `tests/programs/`, run as
 `python -m tests.programs.NAME ARGS...` from the repository root.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ import jax
 import numpy as np
 
 from podracer import config as config_lib
+from podracer import local_pod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,17 +85,16 @@ def last_json_line(stdout: str) -> Any:
 def start_pod(
     name: str, processes: int, devices_per_process: int, args=(), env: Mapping[str, str] | None = None
 ) -> list[subprocess.Popen]:
-    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see scripts/launch_local.py).
+    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see `podracer.local_pod`).
 
     `env` adds environment variables to every process's.
     """
-    launch_local = _launch_local()
-    address = f"127.0.0.1:{launch_local.free_port()}"
+    address = f"127.0.0.1:{local_pod.free_port()}"
     return [
         subprocess.Popen(
             [sys.executable, "-m", f"tests.programs.{name}", *args],
             cwd=ROOT,
-            env={**launch_local.process_env(index, devices_per_process, address), **(env or {})},
+            env={**local_pod.process_env(index, devices_per_process, address), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -113,11 +112,3 @@ def _run_python_module(module: str, args, num_devices: int, timeout: float, env)
         text=True,
         timeout=timeout,
     )
-
-
-def _launch_local():
-    """`scripts/launch_local.py` as a module (scripts/ is not a package), for its pod environment."""
-    spec = importlib.util.spec_from_file_location("launch_local", os.path.join(ROOT, "scripts", "launch_local.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

@@ -1,0 +1,13 @@
+"""Throughput benchmarks: the Podracer paper's Figure 4 measured on this machine (`podracer bench`).
+
+- 4a (`anakin_scaling`): Anakin's steps/s against devices, batch per device fixed.
+- 4b (`sebulba`): Sebulba's frames/s against the actor batch and unroll length.
+- 4c (`sebulba`): Sebulba's frames/s against the actor / learner device split and replicas.
+- `pipeline`: Sebulba with a small network over envpool alone (`envpool_raw`).
+- `suites` (on request): named rows, the environment suites and Pong's ResNet.
+
+Each point is measured in a fresh process with the devices it needs
+(`launch`, `worker`), at steady state (`steady`), `--repeats` times; results
+go to bench.csv and bench.md (`report`) and a PNG per figure (`charts`), each
+row with the machine it ran on (`machine`). `command` is the command line.
+"""

@@ -1,0 +1,74 @@
+"""Figure 4a: Anakin's steps/s against the number of devices, at a fixed batch per device.
+
+Each point trains a config on n devices (1, 2, 4, ... up to the most there
+are) with n times the config's environments, so every device has the
+config's batch, and the program is the same on each. On a machine without an
+accelerator (or with --cpu) the devices are forced CPU devices, one fresh
+process per n. Scaling efficiency is FPS(n) / (n FPS(1)): 1 is linear scaling.
+Forced CPU devices share the machine's cores, so beyond the core count they
+cannot scale.
+"""
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from podracer.bench import configs
+from podracer.bench.records import AnakinRun, Point, Row, Setup
+
+FIGURE = "4a"
+BENCHMARKS = ("anakin_catch", "anakin_cartpole_ppo")
+QUICK_BENCHMARKS = ("anakin_catch",)  # CartPole PPO's compilation alone would take a quarter of --quick's minute.
+QUICK_DISPATCHES = 3  # The first is dropped: the median of two.
+QUICK_MAX_DEVICES = 2
+
+
+def device_counts(max_devices: int) -> list[int]:
+    """1, 2, 4, ... up to `max_devices`, and `max_devices` itself where it is not a power of two."""
+    counts = [2**k for k in range(max_devices.bit_length()) if 2**k <= max_devices]
+    return counts if counts[-1] == max_devices else [*counts, max_devices]
+
+
+def plan(setup: Setup) -> list[Point]:
+    """Every benchmark at every device count, for its config's number of dispatches (`quick`: Catch, 3, 1-2 devices)."""
+    max_devices = min(setup.max_devices, QUICK_MAX_DEVICES) if setup.quick else setup.max_devices
+    points = []
+    for name in QUICK_BENCHMARKS if setup.quick else BENCHMARKS:
+        config = configs.load_named(name)
+        for n in device_counts(max_devices):
+            overrides = {"num_devices": n, "num_envs": config.num_envs * n, "total_steps": config.total_steps * n}
+            points.append(point(setup, FIGURE, "devices", name, name, overrides))
+    return points
+
+
+def point(setup: Setup, figure: str, sweep: str, benchmark: str, name: str, overrides: Mapping[str, Any]) -> Point:
+    """Config `name` with `overrides` (`num_devices` among them), for whole dispatches: 3 of them with `quick`."""
+    config = configs.load_named(name, overrides)
+    steps_per_dispatch = config.unroll_length * config.num_envs * config.updates_per_dispatch
+    dispatches = QUICK_DISPATCHES if setup.quick else math.ceil(config.total_steps / steps_per_dispatch)
+    task = AnakinRun(configs.path(name), {**overrides, "total_steps": dispatches * steps_per_dispatch})
+    columns = {
+        "env": config.env.name,
+        "network": configs.network_label(config),
+        "devices": config.num_devices,
+        "num_envs": config.num_envs,
+        "unroll_length": config.unroll_length,
+    }
+    return Point(figure, sweep, benchmark, setup.launch(config.num_devices, config.cpu_threads), task, columns)
+
+
+def scaling_efficiency(rate: float, devices: int, rate_on_one: float) -> float:
+    """FPS(n) / (n FPS(1)): the share of linear scaling that `devices` devices reach."""
+    return rate / (devices * rate_on_one)
+
+
+def with_efficiency(rows: Sequence[Row]) -> list[Row]:
+    """`rows` with each figure-4a row's scaling efficiency against its benchmark's 1-device row (if measured)."""
+    on_one = {row.benchmark: row.median for row in rows if row.figure == FIGURE and row.devices == 1}
+    return [
+        dataclasses.replace(row, efficiency=scaling_efficiency(row.median, row.devices, on_one[row.benchmark]))
+        if row.figure == FIGURE and row.benchmark in on_one
+        else row
+        for row in rows
+    ]

@@ -1,0 +1,28 @@
+"""The experiment configs the figures measure: where they live, loading them, and naming their network."""
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ml_collections import ConfigDict
+
+from podracer.config import load
+
+CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+
+
+def path(name: str) -> str:
+    """The file of config `name` (configs/NAME.py in the repository)."""
+    return os.path.join(CONFIGS, f"{name}.py")
+
+
+def load_named(name: str, overrides: Mapping[str, Any] | None = None) -> ConfigDict:
+    """Config `name` with `overrides` applied, as the measuring process will load it."""
+    return load(path(name), overrides)
+
+
+def network_label(config: ConfigDict) -> str:
+    """The network in a few characters: `mlp(64,64)`, `impala_resnet(16,32,32)`, `nature_cnn`."""
+    network = config.network
+    sizes = {"mlp": network.hidden_sizes, "impala_resnet": network.channels}.get(network.torso)
+    return network.torso if sizes is None else f"{network.torso}({','.join(str(size) for size in sizes)})"

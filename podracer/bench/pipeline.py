@@ -1,0 +1,52 @@
+"""Pipeline efficiency: Sebulba's frames/s with a small network over envpool's own rate on the same environments.
+
+For each environment, envpool alone steps the config's actor threads x
+environments with random actions from as many Python threads (the ceiling),
+then Sebulba trains the same config with a small network, so that inference
+and learning cost little, on one actor and one learner device. The ratio says
+how much of the environments' speed the actor / learner pipeline keeps.
+Pong runs a 64-unit MLP on the pixels; CartPole (2 threads x 16) and
+HalfCheetah (2 threads x 8, continuous PPO) their configs' own small MLPs.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+
+from podracer.bench import sebulba
+from podracer.bench.records import EnvpoolRun, Point, Row, Setup
+
+FIGURE = "pipeline"
+ENVIRONMENTS = {  # name: (config, overrides for a small network)
+    "pong": ("sebulba_pong_impala", sebulba.SMALL_NETWORK),
+    "cartpole": ("sebulba_cartpole_impala", {}),
+    "halfcheetah": ("sebulba_halfcheetah_ppo", {}),
+}
+QUICK_ENVIRONMENTS = ("cartpole",)
+RAW = "envpool_random_actions"
+
+
+def plan(setup: Setup) -> list[Point]:
+    """For each environment: envpool alone, then Sebulba, in the same process."""
+    points = []
+    devices = sebulba.one_actor_one_learner(setup)
+    for env in QUICK_ENVIRONMENTS if setup.quick else ENVIRONMENTS:
+        name, small_network = ENVIRONMENTS[env]
+        overrides = {**small_network, **sebulba.split(1, devices)}
+        trained = sebulba.point(setup, FIGURE, "pipeline", name, overrides, devices)
+        shape = {key: trained.columns[key] for key in ("env", "actor_threads", "envs_per_thread", "unroll_length")}
+        steps = shape["unroll_length"] * sebulba.measured_updates(setup)
+        raw = EnvpoolRun(shape["env"], shape["actor_threads"], shape["envs_per_thread"], steps)
+        points.append(Point(FIGURE, "pipeline", RAW, trained.launch, raw, {**shape, "network": "none", "devices": 0}))
+        points.append(trained)
+    return points
+
+
+def with_efficiency(rows: Sequence[Row]) -> list[Row]:
+    """`rows` with each pipeline Sebulba row's efficiency: its rate over envpool's alone on the same environments."""
+    raw = {row.env: row.median for row in rows if row.figure == FIGURE and row.benchmark == RAW}
+    return [
+        dataclasses.replace(row, efficiency=row.median / raw[row.env])
+        if row.figure == FIGURE and row.benchmark != RAW and row.env in raw
+        else row
+        for row in rows
+    ]

@@ -1,0 +1,43 @@
+"""`podracer bench --quick` end to end, in a fresh process: the form of what it writes, not the timings."""
+
+import csv
+
+import matplotlib.image
+import pytest
+
+from podracer.bench import charts, report
+from tests.helpers import run_cli
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow  # Every figure on forced CPU devices: about 95 s on 2 cores with a cold compilation cache.
+def test_quick_bench_writes_a_csv_a_table_and_a_figure_each(tmp_path):
+    out = tmp_path / "bench"
+    result = run_cli("bench", "--quick", "--out", str(out), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    with open(out / "bench.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert tuple(reader.fieldnames) == report.COLUMNS
+    assert {row["figure"] for row in rows} == {"4a", "4b", "4c", "pipeline"}
+    assert {row["sweep"] for row in rows} == {"devices", "actor_batch", "device_split", "replicas", "pipeline"}
+    for row in rows:
+        low, median, high = float(row["min"]), float(row["median"]), float(row["max"])
+        assert 0 < low <= median <= high and row["repeats"] == "1" and row["unit"] in ("steps/s", "frames/s")
+        assert all(row[column] for column in ("cpu_model", "cpu_cores", "accelerator", "jax_version")), row
+        assert row["podracer_commit"] and row["platform"] == "cpu"
+    efficiencies = [float(row["efficiency"]) for row in rows if row["efficiency"]]
+    expected = sum(row["figure"] == "4a" for row in rows) + 1  # Every 4a row and the pipeline's Sebulba row.
+    assert len(efficiencies) == expected and all(0 < e <= 1.5 for e in efficiencies), efficiencies
+
+    for name in ("fig4a.png", "fig4b.png", "fig4c.png", "pipeline.png"):
+        assert name in charts.FILE_NAMES.values()
+        data = (out / name).read_bytes()
+        assert data[:8] == PNG_SIGNATURE and 10_000 < len(data) < 2_000_000, name
+        height, width = matplotlib.image.imread(out / name).shape[:2]
+        assert 300 <= width <= 2000 and 300 <= height <= 1200, (name, width, height)
+
+    table = [line for line in (out / "bench.md").read_text().splitlines() if line.startswith("|")]
+    assert "median" in table[0] and set(table[1].replace("|", "").split()) <= {"---", "---:"}
+    assert len(table) == 2 + len(rows)

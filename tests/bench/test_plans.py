@@ -1,0 +1,88 @@
+"""What each figure measures: its points, their devices and processes, and their run lengths. No measuring."""
+
+import pytest
+
+from podracer.bench import anakin_scaling, launch, pipeline, sebulba, suites
+from podracer.bench.records import EnvpoolRun, Launch, Setup, task_from_json, task_to_json
+
+CPU_QUICK = Setup(quick=True, forced_cpu=True, max_devices=2, sebulba_env="cartpole")
+CPU_FULL = Setup(quick=False, forced_cpu=True, max_devices=4, sebulba_env="pong")
+ONE_GPU = Setup(quick=False, forced_cpu=False, max_devices=1, sebulba_env="pong")
+
+
+@pytest.mark.parametrize(("most", "counts"), [(1, [1]), (2, [1, 2]), (6, [1, 2, 4, 6]), (8, [1, 2, 4, 8])])
+def test_device_counts_double_up_to_the_most_there_are(most, counts):
+    assert anakin_scaling.device_counts(most) == counts
+
+
+def test_anakin_scaling_keeps_the_batch_per_device_and_runs_whole_dispatches():
+    points = anakin_scaling.plan(CPU_FULL)
+    assert [(p.benchmark, p.columns["devices"]) for p in points] == [
+        (name, n) for name in anakin_scaling.BENCHMARKS for n in (1, 2, 4)
+    ]
+    catch = [p for p in points if p.benchmark == "anakin_catch"]
+    assert [p.task.overrides["num_envs"] for p in catch] == [64, 128, 256]
+    assert [p.launch for p in catch] == [Launch(n, cpu_threads=1) for n in (1, 2, 4)]  # A process per count.
+    for point in catch:  # Catch's 49 dispatches of 20 updates x 16 steps x 64 envs per device.
+        assert point.task.overrides["total_steps"] == 49 * 20 * 16 * 64 * point.columns["devices"]
+
+
+def test_quick_anakin_scaling_is_catch_on_one_and_two_devices_for_three_dispatches():
+    points = anakin_scaling.plan(CPU_QUICK)
+    assert [(p.benchmark, p.columns["devices"]) for p in points] == [("anakin_catch", 1), ("anakin_catch", 2)]
+    assert points[1].task.overrides["total_steps"] == 3 * 20 * 16 * 128
+
+
+def test_sebulba_splits_every_way_with_environments_every_learner_count_divides():
+    points = [p for p in sebulba.plan_scaling(CPU_FULL) if p.sweep == "device_split"]
+    assert [(p.columns["actor_devices"], p.columns["learner_devices"]) for p in points] == [(1, 3), (2, 2), (3, 1)]
+    assert [p.columns["envs_per_thread"] for p in points] == [33, 32, 32]  # 32, divisible by the learners.
+    assert {p.launch for p in points} == {Launch(4, cpu_threads=0)}  # One process for every split.
+    assert points[0].task.overrides["learner_device_ids"] == "(1, 2, 3)"
+    assert {p.columns["network"] for p in points} == {"mlp(64)"}  # Pong's small network on CPU devices.
+
+
+def test_sebulba_replicas_run_as_local_pods_of_one_actor_and_one_learner_device():
+    points = [p for p in sebulba.plan_scaling(CPU_FULL) if p.sweep == "replicas"]
+    assert [p.launch for p in points] == [Launch(2, cpu_threads=0, processes=r) for r in (1, 2, 4)]
+    for point, replicas in zip(points, (1, 2, 4), strict=True):
+        steps_per_update = 20 * 32 * 2 * replicas  # Unroll x envs x threads x processes.
+        assert point.task.overrides["total_steps"] == (sebulba.WARMUP_UPDATES + sebulba.UPDATES) * steps_per_update
+
+
+def test_one_accelerator_runs_actors_and_learner_on_it_and_has_no_split():
+    batch = sebulba.plan_actor_batch(ONE_GPU)
+    assert len(batch) == 6 and {p.launch for p in batch} == {Launch(None, cpu_threads=0)}
+    assert {p.columns["network"] for p in batch} == {"impala_resnet(16,32,32)"}
+    assert batch[0].task.overrides["learner_device_ids"] == "()"
+    assert [p.sweep for p in sebulba.plan_scaling(ONE_GPU)] == ["replicas"] * 3  # On forced CPU devices.
+
+
+def test_pipeline_steps_envpool_alone_like_the_sebulba_run_it_is_compared_with():
+    raw, trained = pipeline.plan(CPU_QUICK)
+    assert raw.task == EnvpoolRun("CartPole-v1", threads=2, envs_per_thread=16, steps=20 * sebulba.QUICK_UPDATES)
+    assert raw.launch == trained.launch  # One after the other, in the same process.
+    assert trained.columns["envs_per_thread"] == 16 and trained.columns["actor_threads"] == 2
+    assert [p.columns["env"] for p in pipeline.plan(CPU_FULL)] == ["Pong-v5"] * 2 + ["CartPole-v1"] * 2 + [
+        "HalfCheetah-v4"
+    ] * 2
+
+
+def test_quick_points_share_few_processes():
+    points = [*anakin_scaling.plan(CPU_QUICK), *sebulba.plan_actor_batch(CPU_QUICK)]
+    points += [*sebulba.plan_scaling(CPU_QUICK), *pipeline.plan(CPU_QUICK)]
+    groups = launch.by_launch(points)
+    assert [len(group) for group in groups.values()] == [1, 1, 6, 1]
+    assert list(groups)[-1] == Launch(2, cpu_threads=0, processes=2)
+
+
+def test_suites_are_one_device_rows_and_pong_with_its_resnet():
+    points = suites.plan(CPU_QUICK)
+    assert [p.benchmark for p in points] == [*suites.ANAKIN, "sebulba_pong_impala"]
+    assert {p.columns["devices"] for p in points[:-1]} == {1}
+    assert points[-1].columns["network"] == "impala_resnet(16,32,32)"
+
+
+def test_tasks_travel_as_json():
+    for point in [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK)]:
+        assert task_from_json(task_to_json(point.task)) == point.task
