@@ -4,7 +4,8 @@ Each point trains a config on n devices (1, 2, 4, ... up to the most there
 are) with n times the config's environments, so every device has the
 config's batch, and the program is the same on each. On a machine without an
 accelerator (or with --cpu) the devices are forced CPU devices, one fresh
-process per n. Scaling efficiency is FPS(n) / (n FPS(1)): 1 is linear scaling.
+process per n (with --quick, one process with the most devices, each point
+using `num_devices` of them). Scaling efficiency is FPS(n) / (n FPS(1)): 1 is linear scaling.
 Forced CPU devices share the machine's cores, so beyond the core count they
 cannot scale.
 """
@@ -38,12 +39,23 @@ def plan(setup: Setup) -> list[Point]:
         config = configs.load_named(name)
         for n in device_counts(max_devices):
             overrides = {"num_devices": n, "num_envs": config.num_envs * n, "total_steps": config.total_steps * n}
-            points.append(point(setup, FIGURE, "devices", name, name, overrides))
+            points.append(point(setup, FIGURE, "devices", name, name, overrides, max_devices if setup.quick else n))
     return points
 
 
-def point(setup: Setup, figure: str, sweep: str, benchmark: str, name: str, overrides: Mapping[str, Any]) -> Point:
-    """Config `name` with `overrides` (`num_devices` among them), for whole dispatches: 3 of them with `quick`."""
+def point(
+    setup: Setup,
+    figure: str,
+    sweep: str,
+    benchmark: str,
+    name: str,
+    overrides: Mapping[str, Any],
+    process_devices: int | None = None,
+) -> Point:
+    """Config `name` with `overrides` (`num_devices` among them), for whole dispatches: 3 of them with `quick`.
+
+    It runs in a process with `process_devices` devices (default: `num_devices`).
+    """
     config = configs.load_named(name, overrides)
     steps_per_dispatch = config.unroll_length * config.num_envs * config.updates_per_dispatch
     dispatches = QUICK_DISPATCHES if setup.quick else math.ceil(config.total_steps / steps_per_dispatch)
@@ -55,7 +67,8 @@ def point(setup: Setup, figure: str, sweep: str, benchmark: str, name: str, over
         "num_envs": config.num_envs,
         "unroll_length": config.unroll_length,
     }
-    return Point(figure, sweep, benchmark, setup.launch(config.num_devices, config.cpu_threads), task, columns)
+    launch = setup.launch(process_devices or config.num_devices, config.cpu_threads)
+    return Point(figure, sweep, benchmark, launch, task, columns)
 
 
 def scaling_efficiency(rate: float, devices: int, rate_on_one: float) -> float:

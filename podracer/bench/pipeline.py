@@ -5,7 +5,7 @@ environments with random actions from as many Python threads (the ceiling),
 then Sebulba trains the same config with a small network, so that inference
 and learning cost little, on one actor and one learner device. The ratio says
 how much of the environments' speed the actor / learner pipeline keeps.
-Pong runs a 64-unit MLP on the pixels; CartPole (2 threads x 16) and
+Pong runs a 16-unit MLP on the pixels (`sebulba.SMALL_NETWORK`); CartPole (2 threads x 16) and
 HalfCheetah (2 threads x 8, continuous PPO) their configs' own small MLPs.
 """
 

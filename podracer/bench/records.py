@@ -140,5 +140,9 @@ class Setup:
     sebulba_env: str  # The environment of figures 4b and 4c: pong or cartpole.
 
     def launch(self, devices: int, cpu_threads: int) -> Launch:
-        """The process for a point on `devices` devices: that many forced CPU devices, or the machine's own."""
-        return Launch(devices if self.forced_cpu else None, cpu_threads)
+        """The process for a point on `devices` devices: that many forced CPU devices, or the machine's own.
+
+        With `quick`, every point runs with XLA's default threads, so that the
+        points on the same devices share one process (checking form, not speed).
+        """
+        return Launch(devices if self.forced_cpu else None, 0 if self.quick else cpu_threads)

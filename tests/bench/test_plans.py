@@ -39,7 +39,7 @@ def test_sebulba_splits_every_way_with_environments_every_learner_count_divides(
     assert [p.columns["envs_per_thread"] for p in points] == [33, 32, 32]  # 32, divisible by the learners.
     assert {p.launch for p in points} == {Launch(4, cpu_threads=0)}  # One process for every split.
     assert points[0].task.overrides["learner_device_ids"] == "(1, 2, 3)"
-    assert {p.columns["network"] for p in points} == {"mlp(64)"}  # Pong's small network on CPU devices.
+    assert {p.columns["network"] for p in points} == {"mlp(16)"}  # Pong's small network on CPU devices.
 
 
 def test_sebulba_replicas_run_as_local_pods_of_one_actor_and_one_learner_device():
@@ -72,7 +72,7 @@ def test_quick_points_share_few_processes():
     points = [*anakin_scaling.plan(CPU_QUICK), *sebulba.plan_actor_batch(CPU_QUICK)]
     points += [*sebulba.plan_scaling(CPU_QUICK), *pipeline.plan(CPU_QUICK)]
     groups = launch.by_launch(points)
-    assert [len(group) for group in groups.values()] == [1, 1, 6, 1]
+    assert [len(group) for group in groups.values()] == [7, 1]  # One process, then a pod of two.
     assert list(groups)[-1] == Launch(2, cpu_threads=0, processes=2)
 
 
