@@ -16,6 +16,9 @@ two see the same machine load; on a shared VM only such paired figures mean
 anything. Compilation is left out of both. Usage:
 
     python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--task breakout] [--pairs 6]
+    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl --num-envs 2048 --total-steps 10000000 --cpu-threads 0
+
+`--num-envs` and `--total-steps` set both sides alike (128 steps per environment per update in both).
 
 Both run with XLA:CPU's thread pool sized by `--cpu-threads` (default: the
 podracer config's `cpu_threads`); start the script with `PJRT_NPROC` unset and
@@ -102,13 +105,28 @@ def _with_one_done_flag(make):
     return wrapped
 
 
+def with_size(overrides: dict, purejaxrl_config: dict, num_envs: int | None, total_steps: int | None):
+    """Both sides' settings with the same number of environments and total steps, where given."""
+    overrides, purejaxrl_config = dict(overrides), dict(purejaxrl_config)
+    if num_envs is not None:
+        overrides["num_envs"], purejaxrl_config["NUM_ENVS"] = num_envs, num_envs
+    if total_steps is not None:
+        overrides["total_steps"], purejaxrl_config["TOTAL_TIMESTEPS"] = total_steps, total_steps
+    return overrides, purejaxrl_config
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--purejaxrl", required=True, help="a PureJaxRL checkout (the folder holding purejaxrl/ppo.py)")
     parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
     parser.add_argument("--pairs", type=int, default=6, help="alternating runs of each")
     parser.add_argument("--cpu-threads", type=int, default=None, help="XLA:CPU threads for both (0: one per core)")
+    parser.add_argument("--num-envs", type=int, default=None, help="environments in both (default: the task's)")
+    parser.add_argument("--total-steps", type=int, default=None, help="environment steps per run in both")
     args = parser.parse_args(argv)
+    for name in ("num_envs", "total_steps"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if not os.path.isfile(os.path.join(args.purejaxrl, "purejaxrl", "ppo.py")):
         parser.error(f"--purejaxrl: no purejaxrl/ppo.py under {args.purejaxrl}; pass the checkout's top folder")
 
@@ -116,6 +134,7 @@ def main(argv=None) -> int:
     from podracer.cpu_threads import set_cpu_threads
 
     config_file, overrides, purejaxrl_config = TASKS[args.task]
+    overrides, purejaxrl_config = with_size(overrides, purejaxrl_config, args.num_envs, args.total_steps)
     config = load(os.path.join(CONFIGS, config_file), overrides)
     if args.cpu_threads is not None:
         config.cpu_threads = args.cpu_threads

@@ -27,9 +27,19 @@ def test_quick_bench_writes_a_csv_a_table_and_a_figure_each(tmp_path):
         assert 0 < low <= median <= high and row["repeats"] == "1" and row["unit"] in ("steps/s", "frames/s")
         assert all(row[column] for column in ("cpu_model", "cpu_cores", "accelerator", "jax_version")), row
         assert row["podracer_commit"] and row["platform"] == "cpu"
-    efficiencies = [float(row["efficiency"]) for row in rows if row["efficiency"]]
-    expected = sum(row["figure"] == "4a" for row in rows) + 1  # Every 4a row and the pipeline's Sebulba row.
-    assert len(efficiencies) == expected and all(0 < e <= 1.5 for e in efficiencies), efficiencies
+    # Every 4a row and the pipeline's Sebulba row carry an efficiency, computed from the rates beside it
+    # (on a loaded machine the ratios themselves can be anything, so they are recomputed, not bounded).
+    assert sum(bool(row["efficiency"]) for row in rows) == sum(row["figure"] == "4a" for row in rows) + 1
+    scaling = [row for row in rows if row["figure"] == "4a"]
+    on_one = float(next(row["median"] for row in scaling if row["devices"] == "1"))
+    for row in scaling:
+        expected = float(row["median"]) / (int(row["devices"]) * on_one)
+        assert float(row["efficiency"]) == pytest.approx(expected, rel=1e-3), row
+    raw, trained = (
+        next(r for r in rows if r["figure"] == "pipeline" and (r["network"] == "none") == alone)
+        for alone in (True, False)
+    )
+    assert float(trained["efficiency"]) == pytest.approx(float(trained["median"]) / float(raw["median"]), rel=1e-3)
 
     for name in ("fig4a.png", "fig4b.png", "fig4c.png", "pipeline.png"):
         assert name in charts.FILE_NAMES.values()
