@@ -7,6 +7,7 @@ collective at all, so `jax.jit(agent.learn)` works in a notebook with no mesh.
 `mean_grad` is what most agents need: gradients averaged over every device.
 """
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,9 @@ def axis_index(axis_name: AxisName) -> jax.Array:
     return jnp.int32(0) if axis_name is None else jax.lax.axis_index(axis_name)
 
 
-def mean_grad(loss_fn: Callable[..., tuple[Any, Any]], axis_name: AxisName) -> Callable[..., tuple[Any, Any]]:
+def mean_grad(
+    loss_fn: Callable[..., tuple[Any, Any]], axis_name: AxisName, grad: Callable | None = None
+) -> Callable[..., tuple[Any, Any]]:
     """`jax.grad(loss_fn, has_aux=True)` with the gradients and the aux output averaged over `axis_name`.
 
     Each device differentiates the loss on its own shard of the batch. Under
@@ -45,12 +48,14 @@ def mean_grad(loss_fn: Callable[..., tuple[Any, Any]], axis_name: AxisName) -> C
     the sum of every device's gradient (the transpose of a broadcast), so the
     parameters are first marked as varying over the axis (`lax.pcast`): each
     device gets its own gradient, pmap-style, and one flattened `pmean` then
-    averages gradients and aux together.
+    averages gradients and aux together. `grad(loss_fn)` may stand in for
+    `jax.grad(loss_fn, has_aux=True)` (`optimizer.chunked_grad`).
     """
+    per_device = (grad or functools.partial(jax.grad, has_aux=True))(loss_fn)
 
     def grad_fn(params: Any, *args: Any) -> tuple[Any, Any]:
         local_params = params if axis_name is None else jax.lax.pcast(params, axis_name, to="varying")
-        return mean(jax.grad(loss_fn, has_aux=True)(local_params, *args), axis_name)
+        return mean(per_device(local_params, *args), axis_name)
 
     return grad_fn
 

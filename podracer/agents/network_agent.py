@@ -91,13 +91,19 @@ def normalize(
 
 
 def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agent:
-    """An agent whose `learn` is one gradient step of `loss(params, trajectory, apply_fn=..., **config.agent)`."""
+    """An agent whose `learn` is one gradient step of `loss(params, trajectory, apply_fn=..., **config.agent)`.
+
+    `loss` must be a mean over the trajectory's environments (axis 1), as the
+    built-ins' are: an MLP's gradient is then taken over slices of them on CPU
+    (`optimizer.chunked_grad`).
+    """
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
     loss_fn = functools.partial(loss, apply_fn=networks.apply, **hyperparameters(config.agent))
+    chunk_axis = 1 if config.network.torso == "mlp" else None  # XLA:CPU runs convolutions slowly inside loops.
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
         del key  # One gradient step on the whole trajectory draws nothing at random.
-        return sgd_step(state, trajectory, loss_fn, optimizer, axis_name)
+        return sgd_step(state, trajectory, loss_fn, optimizer, axis_name, chunk_axis)
 
     return network_agent(config, optimizer, learn)
 

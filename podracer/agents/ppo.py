@@ -106,14 +106,16 @@ def loss(
     clip_value_loss: bool,
     value_cost: float,
     entropy_cost: float,
-    normalize_advantages: bool,
-    axis_name: collectives.AxisName = None,
 ) -> tuple[jnp.ndarray, dict]:
+    """The PPO objective on a batch whose advantages are used as they are (`learn` normalises each minibatch's first).
+
+    Every term is a mean over the batch, masked transitions counting as zero.
+    """
     chex.assert_rank([batch.advantage, batch.valid], 1)
     outputs, value = apply_fn(params, batch.observation)
     log_ratio = policy.log_prob(outputs, batch.action) - batch.old_log_prob
     ratio = jnp.exp(log_ratio)
-    advantage = masked_normalize(batch.advantage, batch.valid, axis_name) if normalize_advantages else batch.advantage
+    advantage = batch.advantage
     clipped_ratio = jnp.clip(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon)
     policy_loss = jnp.mean(batch.valid * jnp.maximum(-advantage * ratio, -advantage * clipped_ratio))
     value_error = (value - batch.target_return) ** 2
@@ -171,10 +173,18 @@ def learn(
     gae_lambda: float,
     num_epochs: int,
     num_minibatches: int,
+    normalize_advantages: bool,
     reward_clip: float = 0.0,
+    chunk: bool = True,
     **loss_kwargs,
 ) -> tuple[LearnerState, dict]:
-    """`num_epochs` x `num_minibatches` replicated gradient steps on one trajectory."""
+    """`num_epochs` x `num_minibatches` replicated gradient steps on one trajectory.
+
+    With `normalize_advantages` each minibatch's advantages are normalised over
+    the whole minibatch (every device's part of it) before its gradient is
+    taken; with `chunk` that gradient is taken in slices on CPU
+    (`optimizer.chunked_grad`; off for pixel networks).
+    """
     samples = make_samples(
         state.params, trajectory, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda, reward_clip=reward_clip
     )
@@ -188,13 +198,17 @@ def learn(
         )
     minibatch_size = num_samples // num_minibatches
 
-    def loss_fn(params, batch):
-        return loss(params, batch, apply_fn=apply_fn, axis_name=axis_name, **loss_kwargs)
+    loss_fn = functools.partial(loss, apply_fn=apply_fn, **loss_kwargs)
+
+    def minibatch_step(state, batch):
+        if normalize_advantages:
+            batch = batch.replace(advantage=masked_normalize(batch.advantage, batch.valid, axis_name))
+        return sgd_step(state, batch, loss_fn, optimizer, axis_name, chunk_axis=0 if chunk else None)
 
     def epoch(state, epoch_key):
         order = shuffled_indices(epoch_key, num_samples)
         minibatches = jax.tree.map(lambda x: x[order].reshape((num_minibatches, minibatch_size) + x.shape[1:]), samples)
-        return jax.lax.scan(lambda s, batch: sgd_step(s, batch, loss_fn, optimizer, axis_name), state, minibatches)
+        return jax.lax.scan(minibatch_step, state, minibatches)
 
     # Each device shuffles its own shard differently.
     key = jax.random.fold_in(key, collectives.axis_index(axis_name))
@@ -207,7 +221,13 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     optimizer = make_optimizer(
         config.optimizer, gradient_steps=num_updates * agent_config.num_epochs * agent_config.num_minibatches
     )
-    ppo_learn = functools.partial(learn, apply_fn=networks.apply, optimizer=optimizer, **hyperparameters(agent_config))
+    ppo_learn = functools.partial(
+        learn,
+        apply_fn=networks.apply,
+        optimizer=optimizer,
+        chunk=config.network.torso == "mlp",
+        **hyperparameters(agent_config),
+    )
     return network_agent(config, optimizer, ppo_learn)
 
 

@@ -1,5 +1,7 @@
 """The actor-critic torsos: shapes, hand-counted parameters, pixel preprocessing, gradient flow, config wiring."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +16,7 @@ from podracer.agents.networks import (
     NatureCNN,
     NetworkParams,
     apply_merged,
+    dense_product,
     init_params,
     make_network,
     preprocess_pixels,
@@ -193,6 +196,23 @@ def test_gradient_reaches_every_parameter(torso):
     ]
     assert not dead, f"zero gradient for {dead}"
     assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+
+
+def test_dense_product_has_the_value_and_gradients_of_a_plain_product():
+    """`dense_product` only changes how XLA:CPU lays out the weight gradient; inputs may have several leading axes."""
+    rng = np.random.default_rng(5)
+    inputs = jnp.asarray(rng.normal(size=(3, 5, 7)), jnp.float32)
+    kernel = jnp.asarray(rng.normal(size=(7, 4)), jnp.float32)
+    weights = jnp.asarray(rng.normal(size=(3, 5, 4)), jnp.float32)
+    dimension_numbers = (((2,), (0,)), ((), ()))
+
+    def loss(product, inputs, kernel):
+        return jnp.sum(jnp.tanh(product(inputs, kernel, dimension_numbers)) * weights)
+
+    ours = jax.jit(jax.value_and_grad(functools.partial(loss, dense_product), argnums=(0, 1)))(inputs, kernel)
+    plain = jax.value_and_grad(functools.partial(loss, jax.lax.dot_general), argnums=(0, 1))(inputs, kernel)
+    for got, expected in zip(jax.tree.leaves(ours), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_mlp_torso_is_unchanged():

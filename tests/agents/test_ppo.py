@@ -52,17 +52,22 @@ def _samples(params, seed=0):
     )
 
 
+def _as_learned(loss_fn, normalize_advantages):
+    """`loss_fn` as `learn` applies it to a minibatch: advantages normalised over it first, outside any mesh."""
+
+    def fn(params, batch):
+        if normalize_advantages:
+            batch = batch.replace(advantage=ppo.masked_normalize(batch.advantage, batch.valid, None))
+        return loss_fn(params, batch)
+
+    return fn
+
+
 @functools.cache
 def _ppo_loss(clip_value_loss, normalize_advantages):
     """The loss outside any mesh (`axis_name=None`), jitted."""
-    fn = functools.partial(
-        ppo.loss,
-        apply_fn=apply_fn,
-        clip_value_loss=clip_value_loss,
-        normalize_advantages=normalize_advantages,
-        **PPO_KWARGS,
-    )
-    return jax.jit(fn)
+    fn = functools.partial(ppo.loss, apply_fn=apply_fn, clip_value_loss=clip_value_loss, **PPO_KWARGS)
+    return jax.jit(_as_learned(fn, normalize_advantages))
 
 
 # Each flag combination is its own compilation, so two cases cover both sides of both flags.
@@ -94,7 +99,7 @@ def test_ppo_gradient_matches_finite_differences_of_numpy_loss():
     params = make_params(3)
     batch = _samples(params, seed=3)
     flags = dict(clip_value_loss=True, normalize_advantages=True)
-    loss_fn = functools.partial(ppo.loss, apply_fn=apply_fn, **flags, **PPO_KWARGS)
+    loss_fn = _as_learned(functools.partial(ppo.loss, apply_fn=apply_fn, clip_value_loss=True, **PPO_KWARGS), True)
     grads = jax.jit(jax.grad(lambda p, b: loss_fn(p, b)[0]))(params, batch)
     numeric = np_finite_difference_grad(lambda p: np_ppo(p, batch, **PPO_KWARGS, **flags)[0], params)
     for name, value in numeric.items():
