@@ -17,9 +17,17 @@ anything. Compilation is left out of both. Usage:
 
     python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--task breakout] [--pairs 6]
 
+`--num-envs N` and `--total-steps S` change the batch and the length of the
+run on both sides alike (PureJaxRL's NUM_ENVS and TOTAL_TIMESTEPS, podracer's
+num_envs and total_steps, S rounded down to whole dispatches of podracer's, so
+that both make the same updates); every other hyperparameter stays the task's,
+so minibatches grow with the batch (N x 128 / 4 transitions on CartPole).
 Both run with XLA:CPU's thread pool sized by `--cpu-threads` (default: the
 podracer config's `cpu_threads`); start the script with `PJRT_NPROC` unset and
-`--cpu-threads 0` to time both with XLA's default of one thread per core.
+`--cpu-threads 0` to time both with XLA's default of one thread per core, as
+suits big batches:
+
+    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl --num-envs 2048 --total-steps 1e7 --cpu-threads 0
 """
 
 import argparse
@@ -61,6 +69,7 @@ BREAKOUT = {
     "ACTIVATION": "relu",
     "ENV_NAME": "Breakout-MinAtar",
 }
+DISPATCH_STEPS = 2**20  # podracer dispatches at most this many steps at a time (at least one update).
 # Per task: podracer's config file, its overrides for the same run, and PureJaxRL's settings.
 TASKS = {
     "cartpole": ("anakin_cartpole_ppo.py", {}, CARTPOLE),
@@ -108,6 +117,8 @@ def main(argv=None) -> int:
     parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
     parser.add_argument("--pairs", type=int, default=6, help="alternating runs of each")
     parser.add_argument("--cpu-threads", type=int, default=None, help="XLA:CPU threads for both (0: one per core)")
+    parser.add_argument("--num-envs", type=int, default=None, help="environments in both (default: the task's)")
+    parser.add_argument("--total-steps", type=float, default=None, help="environment steps per run in both")
     args = parser.parse_args(argv)
     if not os.path.isfile(os.path.join(args.purejaxrl, "purejaxrl", "ppo.py")):
         parser.error(f"--purejaxrl: no purejaxrl/ppo.py under {args.purejaxrl}; pass the checkout's top folder")
@@ -116,7 +127,20 @@ def main(argv=None) -> int:
     from podracer.cpu_threads import set_cpu_threads
 
     config_file, overrides, purejaxrl_config = TASKS[args.task]
+    overrides, purejaxrl_config = dict(overrides), dict(purejaxrl_config)
+    if args.num_envs is not None:
+        purejaxrl_config["NUM_ENVS"] = overrides["num_envs"] = args.num_envs
+    if args.total_steps is not None:
+        purejaxrl_config["TOTAL_TIMESTEPS"] = args.total_steps
     config = load(os.path.join(CONFIGS, config_file), overrides)
+    # The same whole updates on both sides, in whole dispatches of podracer's (of at most about 1M steps each).
+    batch = purejaxrl_config["NUM_ENVS"] * purejaxrl_config["NUM_STEPS"]
+    config.updates_per_dispatch = max(1, min(config.updates_per_dispatch, DISPATCH_STEPS // batch))
+    steps = int(purejaxrl_config["TOTAL_TIMESTEPS"]) // (batch * config.updates_per_dispatch) * batch
+    steps *= config.updates_per_dispatch
+    if steps == 0:
+        parser.error(f"--total-steps: fewer than one dispatch of {config.updates_per_dispatch} x {batch:,} steps")
+    purejaxrl_config["TOTAL_TIMESTEPS"] = config.total_steps = steps
     if args.cpu_threads is not None:
         config.cpu_threads = args.cpu_threads
     set_cpu_threads(config.cpu_threads)  # Before JAX starts, for both programs.
@@ -136,9 +160,7 @@ def main(argv=None) -> int:
         gymnax.make = _with_one_done_flag(gymnax.make)
     from purejaxrl.ppo import make_train
 
-    purejaxrl_run = jax.jit(make_train(dict(purejaxrl_config))).lower(jax.random.PRNGKey(0)).compile()
-    batch = purejaxrl_config["NUM_ENVS"] * purejaxrl_config["NUM_STEPS"]
-    steps = int(purejaxrl_config["TOTAL_TIMESTEPS"]) // batch * batch
+    purejaxrl_run = jax.jit(make_train(purejaxrl_config)).lower(jax.random.PRNGKey(0)).compile()
 
     def time_purejaxrl(seed: int) -> float:
         start = time.perf_counter()
@@ -151,7 +173,10 @@ def main(argv=None) -> int:
         per_dispatch = history[0]["step"]
         return history[-1]["step"] / sum(per_dispatch / record["steps_per_second"] for record in history)
 
-    print(f"{args.task}: XLA:CPU threads={os.environ.get('PJRT_NPROC', 'one per core')}, {steps:,} steps per run")
+    print(
+        f"{args.task}: {purejaxrl_config['NUM_ENVS']} environments, XLA:CPU threads="
+        f"{os.environ.get('PJRT_NPROC', 'one per core')}, {steps:,} steps per run"
+    )
     time_purejaxrl(0)  # Warm-up.
     speed_ups = []
     for seed in range(args.pairs):
