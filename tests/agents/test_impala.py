@@ -85,7 +85,8 @@ def test_impala_on_policy_equals_actor_critic_with_td_lambda():
 
 @pytest.mark.slow
 def test_impala_learns_catch():
-    config = load_config("anakin_catch", total_steps=8 * 20 * 64 * 16)  # 8 dispatches of 20 updates.
+    # 8 dispatches of 20 updates of 64 x 16 steps.
+    config = load_config("anakin_catch", num_envs=64, updates_per_dispatch=20, total_steps=8 * 20 * 64 * 16)
     config.agent = podracer.defaults("impala").agent
     history = podracer.train(config).history
     assert history[-1]["mean_episode_return"] >= 0.9

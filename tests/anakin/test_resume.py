@@ -199,7 +199,8 @@ def test_a_signal_finishes_the_dispatch_writes_a_checkpoint_and_exits(tmp_path, 
     assert time.monotonic() - sent < 30
     assert f"stopped by {signal.Signals(signal_number).name}" in stderr and "checkpoint written" in stderr
     last = json.loads(path.read_text().splitlines()[-1])
-    update = last["step"] // (64 * 16)  # anakin_catch: 64 environments, unroll 16.
+    config = load_config(CONFIG)
+    update = last["step"] // (config.num_envs * config.unroll_length)
     assert sorted(os.listdir(workdir / "checkpoints")) == [str(update)]  # Only time and the end save: the stop's.
 
 
