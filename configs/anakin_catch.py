@@ -1,10 +1,11 @@
 """Anakin actor-critic on Catch: the default experiment (`make run`). Solves Catch in seconds on a CPU.
 
-256 environments x 16 steps per update: on the 2-core CI machine (one XLA:CPU
-thread) this batch trains faster per step than 64 environments, whose matrix
-products are too small to keep the core busy, and it still solves Catch within
-100 updates (400K steps). Five updates per dispatch keep the 20,480 steps
-between log records of the earlier 64 x 16 x 20.
+512 environments x 16 steps per update, split over two XLA:CPU devices of 256
+(`cpu_devices`; on an accelerator, over its devices instead). On the 2-core CI
+machine one thread per device keeps each core busy: 256 environments per
+device train faster per step than 64, whose matrix products are too small,
+and two devices about 1.5x as fast as one (docs/benchmarks.md). It solves
+Catch in about 650K steps. Three updates per dispatch log every 24,576 steps.
 """
 
 from podracer.config import defaults
@@ -15,9 +16,10 @@ def get_config():
     config.env.name = "catch"
     config.env.kwargs.rows = 10
     config.env.kwargs.columns = 5
-    config.num_envs = 256
+    config.cpu_devices = 2
+    config.num_envs = 512
     config.unroll_length = 16
     config.total_steps = 1_000_000
-    config.updates_per_dispatch = 5
+    config.updates_per_dispatch = 3
     config.optimizer.learning_rate = 3e-3
     return config

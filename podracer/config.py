@@ -44,9 +44,10 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.seed = 0
     config.replicas = 1  # Processes (hosts) in the job; the one value that scales out (see podracer.distributed).
     config.total_steps = 1_000_000  # Environment steps over the whole run (every device, every actor).
-    # XLA:CPU threads (see podracer.cpu_threads): one suits Anakin's small networks, 0 (one per core) Sebulba's
+    # XLA:CPU threads (see podracer.xla_cpu): one suits Anakin's small networks, 0 (one per core) Sebulba's
     # actor and learner devices sharing the CPU.
     config.cpu_threads = 1 if architecture == "anakin" else 0
+    config.cpu_devices = 1  # XLA:CPU devices to split the CPU into (podracer.xla_cpu); no effect on an accelerator.
     config.checkpoint = ConfigDict(  # With a workdir, checkpoints go to WORKDIR/checkpoints (podracer.checkpoints).
         {
             "every_updates": 0,  # Save every N updates (0: not by count).
@@ -148,6 +149,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.integer(config, "replicas", at_least=1)
     field_checks.integer(config, "total_steps", at_least=1, example=1_000_000, at_most=None)
     field_checks.integer(config, "cpu_threads", at_least=0, example=1)
+    field_checks.integer(config, "cpu_devices", at_least=1, example=2)
     field_checks.integer(config, "unroll_length", at_least=1, example=20)
     field_checks.integer(config, "checkpoint.every_updates", at_least=0, example=100)
     field_checks.number(config, "checkpoint.every_minutes", example=10, at_least=0.0)

@@ -21,8 +21,8 @@ from podracer import agents, envs
 from podracer.anakin import settings
 from podracer.anakin.program import make_dispatch, make_init
 from podracer.config import load
-from podracer.cpu_threads import set_cpu_threads
 from podracer.topology import device_mesh
+from podracer.xla_cpu import set_cpu_threads
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 BENCHMARKS = {"catch_actor_critic": "anakin_catch.py", "cartpole_ppo": "anakin_cartpole_ppo.py"}

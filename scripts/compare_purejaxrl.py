@@ -146,7 +146,7 @@ def main(argv=None) -> int:
         parser.error(f"--purejaxrl: no purejaxrl/ppo.py under {args.purejaxrl}; pass the checkout's top folder")
 
     from podracer.config import load
-    from podracer.cpu_threads import set_cpu_threads
+    from podracer.xla_cpu import set_cpu_threads
 
     config_file, overrides, purejaxrl_config = TASKS[args.task]
     overrides, purejaxrl_config = dict(overrides), dict(purejaxrl_config)

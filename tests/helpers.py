@@ -72,9 +72,11 @@ def run_module(
     return _run_python_module(f"tests.programs.{name}", args, num_devices, timeout, env)
 
 
-def run_cli(*args: str, num_devices: int = 1, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Runs `podracer ARGS...` in a fresh interpreter that sees `num_devices` CPU devices."""
-    return _run_python_module("podracer.cli", args, num_devices, timeout, None)
+def run_cli(
+    *args: str, num_devices: int = 1, timeout: float = 300, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess:
+    """Runs `podracer ARGS...` in a fresh interpreter that sees `num_devices` CPU devices (`env` as `run_module`'s)."""
+    return _run_python_module("podracer.cli", args, num_devices, timeout, env)
 
 
 def last_json_line(stdout: str) -> Any:

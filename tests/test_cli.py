@@ -40,10 +40,12 @@ def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
 
 
 @pytest.mark.slow  # A whole training run in a subprocess, about 8 s, for the progress bar's text.
-def test_progress_bar_shows_steps_rate_and_return(tmp_path):
-    result = run_cli("train", "--config", CATCH, "--config.total_steps=20480")
+def test_default_experiment_shows_steps_rate_and_return_and_splits_the_cpu_in_two(tmp_path):
+    # As `make run` starts it: no forced device count, so the config's `cpu_devices = 2` applies.
+    result = run_cli("train", "--config", CATCH, "--config.total_steps=24576", env={"XLA_FLAGS": None})
     assert result.returncode == 0, result.stderr
-    assert "steps_per_second=" in result.stderr and "mean_return=" in result.stderr and "20.5k/20.5k" in result.stderr
+    assert "24,576 steps on 2 devices in 1 process" in result.stdout
+    assert "steps_per_second=" in result.stderr and "mean_return=" in result.stderr and "24.6k/24.6k" in result.stderr
 
 
 SEBULBA = "configs/sebulba_cartpole_impala.py"
@@ -62,7 +64,7 @@ BAD_INPUTS = [
         CATCH,
         ["--config.num_envs=many"],
         1,
-        ["config.num_envs", "cannot read 'many' as a whole number", "--config.num_envs=256"],
+        ["config.num_envs", "cannot read 'many' as a whole number", "--config.num_envs=512"],
     ),
     (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1", "--config.total_steps=1000000"]),
     (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows", "rows >= 2"]),

@@ -17,7 +17,7 @@ import pytest
 from tests.helpers import ROOT, start_pod
 
 CASES = {
-    "anakin": ("anakin_catch", {"num_envs": 32, "total_steps": 32 * 16 * 20 * 2}),
+    "anakin": ("anakin_catch", {"num_envs": 32, "updates_per_dispatch": 20, "total_steps": 32 * 16 * 20 * 2}),
     "sebulba": (
         "sebulba_cartpole_impala",
         {

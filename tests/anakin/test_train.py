@@ -18,14 +18,14 @@ def final_return(history):
 
 @pytest.mark.slow
 def test_actor_critic_learns_catch():
-    history = podracer.train(load_config("anakin_catch", total_steps=400_000, seed=2)).history
+    history = podracer.train(load_config("anakin_catch", total_steps=800_000, seed=2)).history
     assert final_return(history) >= 0.9
     assert history[0]["mean_episode_return"] < 0.5  # It did not start solved.
 
 
 @pytest.mark.slow
 def test_actor_critic_learns_nested_catch():
-    config = load_config("anakin_catch", {"env.name": "nested_catch"}, total_steps=400_000)
+    config = load_config("anakin_catch", {"env.name": "nested_catch"}, total_steps=800_000)
     history = podracer.train(config).history
     assert final_return(history) >= 0.9
 

@@ -21,16 +21,16 @@ def test_anakin_scaling_keeps_the_batch_per_device_and_runs_whole_dispatches():
         (name, n) for name in anakin_scaling.BENCHMARKS for n in (1, 2, 4)
     ]
     catch = [p for p in points if p.benchmark == "anakin_catch"]
-    assert [p.task.overrides["num_envs"] for p in catch] == [64, 128, 256]
+    assert [p.task.overrides["num_envs"] for p in catch] == [256, 512, 1024]  # The config's 512 over 2 CPU devices.
     assert [p.launch for p in catch] == [Launch(n, cpu_threads=1) for n in (1, 2, 4)]  # A process per count.
-    for point in catch:  # Catch's 49 dispatches of 20 updates x 16 steps x 64 envs per device.
-        assert point.task.overrides["total_steps"] == 49 * 20 * 16 * 64 * point.columns["devices"]
+    for point in catch:  # 500K steps per device: 41 dispatches of 3 updates x 16 steps x 256 envs per device.
+        assert point.task.overrides["total_steps"] == 41 * 3 * 16 * 256 * point.columns["devices"]
 
 
 def test_quick_anakin_scaling_is_catch_on_one_and_two_devices_for_three_dispatches():
     points = anakin_scaling.plan(CPU_QUICK)
     assert [(p.benchmark, p.columns["devices"]) for p in points] == [("anakin_catch", 1), ("anakin_catch", 2)]
-    assert points[1].task.overrides["total_steps"] == 3 * 20 * 16 * 128
+    assert points[1].task.overrides["total_steps"] == 3 * 3 * 16 * 512  # 3 dispatches of 3 updates, 2 x 256 envs.
 
 
 def test_sebulba_splits_every_way_with_environments_every_learner_count_divides():

@@ -1,0 +1,67 @@
+"""How XLA:CPU is set up for a run: its thread pools and how many devices it shows, set once per process before
+JAX creates its CPU client.
+
+Threads. XLA:CPU splits a kernel that looks big enough over a pool with one
+thread per core. The kernels of small agents are not big enough: in CleanRL's
+CartPole PPO a minibatch step is about a hundred kernels of a few microseconds
+each (a 128x64 by 64x64 product, a tanh over 8,192 numbers), and handing half
+of each to another core costs more than it saves. On the 2-core CI machine one
+thread runs that workload about a third faster than two. How a kernel is split
+also changes float rounding, so a fixed thread count makes CPU results the
+same on machines with different numbers of cores. `config.cpu_threads` sets the
+size of the pools (PJRT reads the `PJRT_NPROC` environment variable when it
+creates the CPU client); 0 keeps XLA's default, one thread per core, which
+suits convolutional networks and Sebulba's actor and learner devices sharing
+one CPU.
+
+Devices. The other way to use several cores is Anakin's own: split the CPU
+into `config.cpu_devices` devices and replicate the program over them, each
+device running its own copy on its own thread, with the gradients averaged.
+Where one thread cannot keep a core busy with big kernels, this can: on the
+2-core CI machine Catch trains about 1.5x as fast on two devices of 256
+environments as on one device of 256 (`configs/anakin_catch.py`). XLA:CPU's
+devices only exist on the CPU: on a machine with an accelerator, JAX's default
+devices are the accelerator's and the setting changes nothing.
+
+Both take effect only in a process that has not used JAX yet, as under
+`podracer train`; too late, they warn and change nothing. The user's own
+setting always wins: `PJRT_NPROC` for threads, `JAX_NUM_CPU_DEVICES` or
+`--xla_force_host_platform_device_count` in `XLA_FLAGS` for devices.
+"""
+
+import os
+import warnings
+
+import jax
+from jax._src import xla_bridge
+
+THREADS_ENV = "PJRT_NPROC"
+DEVICES_ENV = "JAX_NUM_CPU_DEVICES"
+DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def set_cpu_threads(threads: int) -> None:
+    """Sizes XLA:CPU's thread pools to `threads` (0: one per core) if JAX has not started yet."""
+    if threads == 0 or THREADS_ENV in os.environ or _too_late("cpu_threads", threads, f"{THREADS_ENV}={threads}"):
+        return
+    os.environ[THREADS_ENV] = str(threads)
+
+
+def set_cpu_devices(devices: int) -> None:
+    """Splits the CPU into `devices` XLA devices (1: JAX's default of one) if JAX has not started yet."""
+    user_set = DEVICES_ENV in os.environ or DEVICES_FLAG in os.environ.get("XLA_FLAGS", "")
+    if devices == 1 or user_set or _too_late("cpu_devices", devices, f"{DEVICES_ENV}={devices}"):
+        return
+    jax.config.update("jax_num_cpu_devices", devices)
+
+
+def _too_late(field: str, value: int, environment: str) -> bool:
+    """Whether JAX has already started in this process, in which case `config.<field>` cannot apply: warns so."""
+    if not xla_bridge.backends_are_initialized():
+        return False
+    warnings.warn(
+        f"config.{field}={value} has no effect: JAX was already running in this process "
+        f"(set {environment} before starting Python instead)",
+        stacklevel=3,
+    )
+    return True

@@ -1,0 +1,65 @@
+"""`config.cpu_threads` sizes XLA:CPU's thread pool and `config.cpu_devices` splits the CPU into devices, and only
+where they can."""
+
+import os
+
+import pytest
+
+from tests.helpers import run_module
+
+USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
+
+
+def _setup(setting: str, value: int, when: str = "before", **user_settings: str) -> str:
+    env = {name: user_settings.get(name) for name in USER_SETTINGS}  # Unset unless given.
+    result = run_module("xla_cpu_setup", setting, str(value), when, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_cpu_threads_sizes_the_pool_before_jax_starts():
+    assert "pool threads: 3" in _setup("threads", 3)
+    assert "pool threads: 1" in _setup("threads", 1)
+
+
+def test_zero_keeps_one_thread_per_core():
+    assert f"pool threads: {len(os.sched_getaffinity(0))}" in _setup("threads", 0)
+
+
+def test_the_users_thread_count_wins():
+    assert "pool threads: 2" in _setup("threads", 1, PJRT_NPROC="2")
+
+
+def test_cpu_devices_splits_the_cpu_before_jax_starts():
+    assert "devices: 3" in _setup("devices", 3)
+    assert "devices: 1" in _setup("devices", 1)
+
+
+@pytest.mark.parametrize(
+    "user_settings",
+    [{"JAX_NUM_CPU_DEVICES": "4"}, {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}],
+    ids=["environment", "xla-flag"],
+)
+def test_the_users_device_count_wins(user_settings):
+    assert "devices: 4" in _setup("devices", 2, **user_settings)
+
+
+@pytest.mark.parametrize(
+    "setting, field, untouched", [("threads", "cpu_threads", "pool threads"), ("devices", "cpu_devices", "devices")]
+)
+def test_too_late_is_a_warning_not_a_silent_no_op(setting, field, untouched):
+    output = _setup(setting, 3, when="after")
+    assert f"warning: config.{field}=3 has no effect" in output
+    default = len(os.sched_getaffinity(0)) if setting == "threads" else 1
+    assert f"{untouched}: {default}" in output
+
+
+@pytest.mark.slow  # 11 s: two training runs in fresh processes.
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_one_thread_gives_the_same_parameters_on_one_core_and_on_two():
+    outputs = []
+    for cores in ("0", ",".join(str(core) for core in sorted(os.sched_getaffinity(0)))):
+        result = run_module("train_on_cores", cores, env={"PJRT_NPROC": None})
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
