@@ -11,6 +11,7 @@ weights with gain sqrt(2) in the torso (dense and convolutional layers alike),
 0.01 for the policy head and 1 for the value head, zero biases.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,11 +42,13 @@ def _dense(features: int, gain: float) -> nn.Dense:
 
 
 # From this many rows (network inputs in one product) up, `dense_product` takes the weight gradient as a plain
-# product; below, autodiff's own form, so that small workloads keep their exact numbers.
+# product; below, it is `lax.dot_general` itself, so that small workloads keep their exact numbers.
 TRANSPOSED_GRADIENT_ROWS = 1024
 
 
-def dense_product(inputs: jnp.ndarray, kernel: jnp.ndarray, dimension_numbers, precision=None, **unused) -> jnp.ndarray:
+def dense_product(
+    inputs: jnp.ndarray, kernel: jnp.ndarray, dimension_numbers, precision=None, **options
+) -> jnp.ndarray:
     """`inputs [..., in] @ kernel [in, out]`, the product `nn.Dense` asks of its `dot_general`, differentiated so that
     XLA:CPU computes the weight gradient of a big batch on its fast path.
 
@@ -58,7 +61,8 @@ def dense_product(inputs: jnp.ndarray, kernel: jnp.ndarray, dimension_numbers, p
     policy head; actor-critic's whole gradient step on Catch (64 x 16) is 1.15x
     as fast. Other platforms differentiate as usual.
 
-    Below `TRANSPOSED_GRADIENT_ROWS` rows the gradient keeps autodiff's form
+    Below `TRANSPOSED_GRADIENT_ROWS` rows (the shape is static, so this is
+    decided while tracing) it is `lax.dot_general` with autodiff's gradient,
     although the plain product is faster there too (1.09x at 136 rows, 1.13x at
     672): the sums' other order changes float rounding, and on fragile tasks
     rounding decides which seeds end above a threshold. With the plain product
@@ -66,8 +70,9 @@ def dense_product(inputs: jnp.ndarray, kernel: jnp.ndarray, dimension_numbers, p
     3 at 350 and 449 instead of 500; small workloads, the seed tables measured
     on them and the learning tests' seeds keep their numbers this way.
     """
-    del dimension_numbers, precision, unused  # Always `Dense`'s: the last axis of inputs with the kernel's first.
-    return _product(inputs, kernel)
+    if math.prod(inputs.shape[:-1]) < TRANSPOSED_GRADIENT_ROWS:
+        return jax.lax.dot_general(inputs, kernel, dimension_numbers, precision=precision, **options)
+    return _product(inputs, kernel)  # `Dense`'s dimension numbers: the last axis of inputs with the kernel's first.
 
 
 @jax.custom_vjp
@@ -83,14 +88,11 @@ def _product_backward(residuals, d_output):
     # Through `jax.vjp`, so that a cotangent is summed over the device axes it varies along and its primal does not,
     # as autodiff's own transposes do (under `shard_map`, with replicated inputs and per-device parameters).
     inputs, kernel = residuals
-    _, product_vjp = jax.vjp(jnp.matmul, inputs, kernel)
-    d_inputs, d_kernel = product_vjp(d_output)
+    _, inputs_vjp = jax.vjp(lambda x: x @ kernel, inputs)
     rows = inputs.reshape(-1, inputs.shape[-1])
-    if rows.shape[0] < TRANSPOSED_GRADIENT_ROWS:
-        return d_inputs, d_kernel
     rows_t = jax.lax.platform_dependent(rows, cpu=lambda x: jax.lax.optimization_barrier(x.T), default=lambda x: x.T)
     _, kernel_vjp = jax.vjp(lambda w: rows_t.T @ w, kernel)
-    return d_inputs, kernel_vjp(d_output.reshape(-1, d_output.shape[-1]))[0]
+    return inputs_vjp(d_output)[0], kernel_vjp(d_output.reshape(-1, d_output.shape[-1]))[0]
 
 
 _product.defvjp(_product_forward, _product_backward)
