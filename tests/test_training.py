@@ -199,6 +199,7 @@ def test_registered_names_build_the_environment_and_the_agent_from_the_config():
     assert "baseline_loss" in result.history[-1]
 
 
+@pytest.mark.slow  # A learning run in a fresh process, about 17 s.
 def test_a_config_file_can_register_its_own_environment_for_the_command_line(tmp_path):
     result = run_cli(
         "train", "--config", "tests/programs/config_with_own_environment.py", "--workdir", str(tmp_path), "--noprogress"

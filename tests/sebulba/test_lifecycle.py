@@ -22,11 +22,15 @@ CONFIG = "configs/sebulba_cartpole_impala.py"
 @pytest.mark.parametrize(
     "module, attribute, fail_on_call, thread",
     [
-        ("podracer.sebulba.actor", "stack_steps", 3, "actor-"),  # The actor thread's own code.
-        ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-"),  # An environment, inside an actor.
-        ("podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner"),  # The learner thread.
+        # The actor thread's own code (10 s; `make test-fast` fails an actor through its environment instead).
+        pytest.param("podracer.sebulba.actor", "stack_steps", 3, "actor-", marks=pytest.mark.slow, id="actor"),
+        pytest.param(  # An environment, inside an actor.
+            "podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-", id="environment"
+        ),
+        pytest.param(  # The learner thread.
+            "podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner", id="learner"
+        ),
     ],
-    ids=["actor", "environment", "learner"],
 )
 def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(tmp_path, module, attribute, fail_on_call, thread):
     result = run_module("faulty_run", module, attribute, str(fail_on_call), "raise", str(tmp_path), timeout=120)
@@ -36,6 +40,7 @@ def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(tmp_path, modul
     assert (tmp_path / "metrics.jsonl").exists()  # Logs were flushed and closed.
 
 
+@pytest.mark.slow  # Waits out a stall timeout in a fresh process: 8 s.
 def test_a_stalled_wait_times_out_naming_what_it_waited_for(tmp_path):
     # From the 20th call on, every environment step takes 3 s; every wait gives up after 1 s.
     result = run_module(

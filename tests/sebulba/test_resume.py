@@ -36,6 +36,7 @@ def steps(workdir) -> list[int]:
     return [json.loads(line)["step"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # Three Sebulba runs: 8 s.
 def test_resume_restores_the_learner_state_and_version_exactly(tmp_path):
     finished = podracer.train(config(3), workdir=str(tmp_path))
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["2", "3"]  # Every 2 and at the end.
