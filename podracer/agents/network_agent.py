@@ -26,7 +26,7 @@ from ml_collections import ConfigDict
 from podracer import collectives, field_checks
 from podracer.agents import networks, normalization, policy
 from podracer.agents.agent import Agent
-from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.errors import ConfigError
 
@@ -99,7 +99,7 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agen
     """
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
     loss_fn = functools.partial(loss, apply_fn=networks.apply, **hyperparameters(config.agent))
-    chunk_axis = 1 if config.network.torso == "mlp" else None  # XLA:CPU runs convolutions slowly inside loops.
+    chunk_axis = 1 if slices_gradients(config.network) else None
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
         del key  # One gradient step on the whole trajectory draws nothing at random.

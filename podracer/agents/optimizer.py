@@ -65,6 +65,12 @@ def make_optimizer(optimizer_config: ConfigDict, gradient_steps: int) -> optax.G
     )
 
 
+def slices_gradients(network_config: ConfigDict) -> bool:
+    """Whether a network's gradients are taken in slices on CPU (`chunked_grad`): MLPs only, as XLA:CPU runs
+    convolutions slowly inside loops."""
+    return network_config.torso == "mlp"
+
+
 def sgd_step(
     state: LearnerState,
     batch: Any,

@@ -24,7 +24,7 @@ from podracer import collectives, field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.network_agent import hyperparameters, network_agent, shared_defaults, validate_shared
-from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.errors import ConfigError
@@ -183,7 +183,7 @@ def learn(
     With `normalize_advantages` each minibatch's advantages are normalised over
     the whole minibatch (every device's part of it) before its gradient is
     taken; with `chunk` that gradient is taken in slices on CPU
-    (`optimizer.chunked_grad`; off for pixel networks).
+    (`optimizer.chunked_grad`; `optimizer.slices_gradients` says for which networks).
     """
     samples = make_samples(
         state.params, trajectory, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda, reward_clip=reward_clip
@@ -225,7 +225,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         learn,
         apply_fn=networks.apply,
         optimizer=optimizer,
-        chunk=config.network.torso == "mlp",
+        chunk=slices_gradients(config.network),
         **hyperparameters(agent_config),
     )
     return network_agent(config, optimizer, ppo_learn)

@@ -3,8 +3,8 @@
 Each point trains a config on n devices (1, 2, 4, ... up to the most there
 are) with n times the config's environments per device (its `num_envs` over
 its `cpu_devices`), so every device has the same batch, and the program is
-the same on each. On a machine without an
-accelerator (or with --cpu) the devices are forced CPU devices, one fresh
+the same on each. On a machine without an accelerator (or with --cpu) the
+devices are forced CPU devices, one fresh
 process per n (with --quick, one process with the most devices, each point
 using `num_devices` of them). Scaling efficiency is FPS(n) / (n FPS(1)): 1 is linear scaling.
 Forced CPU devices share the machine's cores, so beyond the core count they
