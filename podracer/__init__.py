@@ -11,15 +11,45 @@ batches (`podracer.envs.HostEnvironment`, for Sebulba). Both registries take
 your own: `podracer.agents.register`, `podracer.envs.register`.
 """
 
-from podracer import agents, envs
-from podracer.agents import Agent, Trajectory
-from podracer.config import defaults
-from podracer.config import load as load_config
-from podracer.config import validate as validate_config
-from podracer.errors import ConfigError
-from podracer.progress import ProgressBar
-from podracer.run import Callback, LogEvent, TrainResult
-from podracer.training import train
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from podracer import agents, envs
+    from podracer.agents import Agent, Trajectory
+    from podracer.config import defaults
+    from podracer.config import load as load_config
+    from podracer.config import validate as validate_config
+    from podracer.errors import ConfigError
+    from podracer.progress import ProgressBar
+    from podracer.run import Callback, LogEvent, TrainResult
+    from podracer.training import train
+
+# Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.host_memory`).
+_EXPORTS = {
+    "agents": ("podracer.agents", None),
+    "envs": ("podracer.envs", None),
+    "Agent": ("podracer.agents", "Agent"),
+    "Trajectory": ("podracer.agents", "Trajectory"),
+    "defaults": ("podracer.config", "defaults"),
+    "load_config": ("podracer.config", "load"),
+    "validate_config": ("podracer.config", "validate"),
+    "ConfigError": ("podracer.errors", "ConfigError"),
+    "ProgressBar": ("podracer.progress", "ProgressBar"),
+    "Callback": ("podracer.run", "Callback"),
+    "LogEvent": ("podracer.run", "LogEvent"),
+    "TrainResult": ("podracer.run", "TrainResult"),
+    "train": ("podracer.training", "train"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'podracer' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = importlib.import_module(module)
+    return value if attribute is None else getattr(value, attribute)
+
 
 __version__ = "0.2.0"
 

@@ -21,6 +21,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from podracer import host_memory
+
 USAGE = """usage: podracer train --config CONFIG_FILE [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
        podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
        podracer bench [--figures 4a,4b,4c,pipeline,suites] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
@@ -210,6 +212,8 @@ COMMANDS = {"train": train, "plot": plot, "bench": bench}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    if argv is None:  # The command line itself, not a call from Python: restart once with huge pages.
+        host_memory.restart_with_huge_pages()
     argv = list(sys.argv if argv is None else argv)
     if len(argv) < 2 or argv[1] not in COMMANDS:
         print(USAGE, file=sys.stderr)

@@ -1,4 +1,4 @@
-"""What machine a benchmark ran on: CPU, cores, accelerator, JAX version and podracer's commit.
+"""What machine a benchmark ran on: CPU, cores, accelerator, JAX version, podracer's commit and glibc's tunables.
 
 Every row of bench.csv carries these, so figures from different machines or
 commits are never mistaken for one another. The accelerators are asked of JAX
@@ -14,6 +14,8 @@ import platform
 import subprocess
 import sys
 from importlib import metadata
+
+from podracer import host_memory
 
 PROBE_TIMEOUT_SECONDS = 120
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,6 +39,7 @@ class Machine:
     accelerator: str  # "N x KIND" of JAX's default devices, or "none" where they are the CPU.
     jax_version: str
     podracer_commit: str  # Short hash, "-dirty" with uncommitted changes, "unknown" outside a git checkout.
+    glibc_tunables: str  # GLIBC_TUNABLES as the measuring processes inherit it: huge pages or not.
 
 
 MACHINE_COLUMNS = tuple(field.name for field in dataclasses.fields(Machine))
@@ -50,6 +53,7 @@ def describe(devices: Devices) -> Machine:
         accelerator="none" if devices.platform == "cpu" else f"{devices.count} x {devices.kind}",
         jax_version=metadata.version("jax"),
         podracer_commit=commit(REPOSITORY),
+        glibc_tunables=os.environ.get(host_memory.TUNABLES_ENV, ""),
     )
 
 

@@ -39,7 +39,8 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         "# podracer bench",
         "",
         f"{machine.cpu_model}, {machine.cpu_cores} cores, accelerator {machine.accelerator}, "
-        f"JAX {machine.jax_version}, podracer {machine.podracer_commit}. Rates are steady-state (compilation and "
+        f"JAX {machine.jax_version}, podracer {machine.podracer_commit}, "
+        f"GLIBC_TUNABLES {machine.glibc_tunables or '(unset)'}. Rates are steady-state (compilation and "
         "warm-up left out): the median of the repeats, with their smallest and largest. Frames are agent steps "
         "times Atari's frame skip of 4 (one per step elsewhere). Efficiency: figure 4a FPS(n) / (n FPS(1)); "
         "pipeline, Sebulba over envpool alone.",

@@ -5,6 +5,7 @@ import csv
 import matplotlib.image
 import pytest
 
+from podracer import host_memory
 from podracer.bench import charts, report
 from tests.helpers import run_cli
 
@@ -14,7 +15,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 @pytest.mark.slow  # Every figure on forced CPU devices: about 95 s on 2 cores with a cold compilation cache.
 def test_quick_bench_writes_a_csv_a_table_and_a_figure_each(tmp_path):
     out = tmp_path / "bench"
-    result = run_cli("bench", "--quick", "--out", str(out), timeout=600)
+    result = run_cli("bench", "--quick", "--out", str(out), timeout=600, env={host_memory.TUNABLES_ENV: None})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     with open(out / "bench.csv", newline="") as f:
         reader = csv.DictReader(f)
@@ -27,6 +28,7 @@ def test_quick_bench_writes_a_csv_a_table_and_a_figure_each(tmp_path):
         assert 0 < low <= median <= high and row["repeats"] == "1" and row["unit"] in ("steps/s", "frames/s")
         assert all(row[column] for column in ("cpu_model", "cpu_cores", "accelerator", "jax_version")), row
         assert row["podracer_commit"] and row["platform"] == "cpu"
+        assert row["glibc_tunables"] == host_memory.HUGE_PAGES  # The command restarted itself with huge pages.
     # Every 4a row and the pipeline's Sebulba row carry an efficiency, computed from the rates beside it
     # (on a loaded machine the ratios themselves can be anything, so they are recomputed, not bounded).
     assert sum(bool(row["efficiency"]) for row in rows) == sum(row["figure"] == "4a" for row in rows) + 1

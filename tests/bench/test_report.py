@@ -9,7 +9,12 @@ from podracer.bench.machine import Machine
 from podracer.bench.records import Row
 
 MACHINE = Machine(
-    cpu_model="Test CPU @ 2.0GHz", cpu_cores=2, accelerator="none", jax_version="0.10.2", podracer_commit="abc1234"
+    cpu_model="Test CPU @ 2.0GHz",
+    cpu_cores=2,
+    accelerator="none",
+    jax_version="0.10.2",
+    podracer_commit="abc1234",
+    glibc_tunables="glibc.malloc.hugetlb=1",
 )
 
 

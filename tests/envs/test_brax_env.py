@@ -1,6 +1,5 @@
 """The brax adapter: episodes end by termination (discount 0) or truncation (discount 1), specs, settings."""
 
-import brax.envs
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +8,8 @@ from dm_env import specs
 
 from podracer.envs import LAST, MID, brax_env
 from podracer.envs.wrappers import Batched
+
+brax = brax_env.brax  # Imported by `brax_env`, which keeps brax's import quiet.
 
 
 @pytest.mark.slow  # Compiles brax's physics: about 6 s on 2 cores.
