@@ -237,7 +237,12 @@ def test_runs_from_another_directory(fake_bin, tmp_path):
 FAKE_GCLOUD = r"""#!/bin/bash
 printf '%q ' "$@" >> "$FAKE_DIR/log"; echo >> "$FAKE_DIR/log"
 for arg in "$@"; do [[ $arg == *.tar.gz && -f $arg ]] && cp "$arg" "$FAKE_DIR/copied.tar.gz"; done
-if [[ -n ${FAKE_SLEEP_ON:-} && "$*" == *"$FAKE_SLEEP_ON"* ]]; then touch "$FAKE_DIR/sleeping"; sleep 20; fi
+# The flag appears once `sleep` runs in this very process: a Ctrl-C that came between a `touch` and a
+# foreground `sleep` would only be acted on after the whole sleep.
+if [[ -n ${FAKE_SLEEP_ON:-} && "$*" == *"$FAKE_SLEEP_ON"* ]]; then
+  (sleep 0.5; touch "$FAKE_DIR/sleeping") >/dev/null 2>&1 &
+  exec sleep 20
+fi
 if [[ -n ${FAKE_FAIL_ON:-} && "$*" == *"$FAKE_FAIL_ON"* ]]; then exit 7; fi
 exit 0
 """
