@@ -43,19 +43,32 @@ def mean_grad(
 ) -> Callable[..., tuple[Any, Any]]:
     """`jax.grad(loss_fn, has_aux=True)` with the gradients and the aux output averaged over `axis_name`.
 
-    Each device differentiates the loss on its own shard of the batch. Under
-    `jax.shard_map`, `grad` with respect to replicated parameters would return
-    the sum of every device's gradient (the transpose of a broadcast), so the
-    parameters are first marked as varying over the axis (`lax.pcast`): each
-    device gets its own gradient, pmap-style, and one flattened `pmean` then
-    averages gradients and aux together. `grad(loss_fn)` may stand in for
-    `jax.grad(loss_fn, has_aux=True)` (`optimizer.chunked_grad`).
+    Each device differentiates the loss on its own shard of the batch
+    (`local_grad`), and one flattened `pmean` then averages gradients and aux
+    together. `grad(loss_fn)` may stand in for `jax.grad(loss_fn, has_aux=True)`
+    (`optimizer.chunked_grad`).
+    """
+    local = local_grad(loss_fn, axis_name, grad)
+    return lambda params, *args: mean(local(params, *args), axis_name)
+
+
+def local_grad(
+    loss_fn: Callable[..., tuple[Any, Any]], axis_name: AxisName, grad: Callable | None = None
+) -> Callable[..., tuple[Any, Any]]:
+    """`jax.grad(loss_fn, has_aux=True)` of this device's shard alone, for replicated parameters.
+
+    Under `jax.shard_map`, `grad` with respect to replicated parameters would
+    return the sum of every device's gradient (the transpose of a broadcast), so
+    the parameters are first marked as varying over the axis (`lax.pcast`):
+    each device gets its own gradient, pmap-style. For agents that average the
+    gradient themselves and keep part of the aux output per device (a replay
+    agent's new priorities).
     """
     per_device = (grad or functools.partial(jax.grad, has_aux=True))(loss_fn)
 
     def grad_fn(params: Any, *args: Any) -> tuple[Any, Any]:
         local_params = params if axis_name is None else jax.lax.pcast(params, axis_name, to="varying")
-        return mean(per_device(local_params, *args), axis_name)
+        return per_device(local_params, *args)
 
     return grad_fn
 

@@ -240,7 +240,10 @@ class ActorCritic(nn.Module):
             policy_features = MLP(self.hidden_sizes, self.activation)(features)
             value_features = policy_features if self.shared_torso else MLP(self.hidden_sizes, self.activation)(features)
         else:
-            policy_features = value_features = _pixel_torso(self)(preprocess_pixels(observation))
+            torso = _pixel_torso(self)
+            if not self.shared_torso:
+                raise ValueError(f"torso {self.torso!r} is shared by policy and value; set shared_torso=True.")
+            policy_features = value_features = torso(preprocess_pixels(observation))
         head = _dense(self.action_size, 0.01)(policy_features)
         value = _dense(1, 1.0)(value_features)[..., 0]
         if self.action_head == "categorical":
@@ -251,12 +254,30 @@ class ActorCritic(nn.Module):
         return {"mean": head, "log_std": jnp.broadcast_to(log_std, head.shape)}, value
 
 
-def _pixel_torso(network: ActorCritic) -> nn.Module:
-    """The shared pixel torso `network.torso` names; called inside `ActorCritic.__call__`, so it is its child."""
+class QNetwork(nn.Module):
+    """Action values `[N, action_size]` (Mnih et al. 2015), on the torsos `ActorCritic` has (`torso` one of `TORSOS`)."""
+
+    action_size: int
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "relu"
+    torso: str = "mlp"
+    channels: Sequence[int] = (16, 32, 32)
+    num_blocks: int = 2
+    hidden_size: int = 256
+
+    @nn.compact
+    def __call__(self, observation: Any) -> jnp.ndarray:
+        if self.torso == "mlp":
+            features = MLP(self.hidden_sizes, self.activation)(flatten_observation(observation))
+        else:
+            features = _pixel_torso(self)(preprocess_pixels(observation))
+        return _dense(self.action_size, 1.0)(features)
+
+
+def _pixel_torso(network: ActorCritic | QNetwork) -> nn.Module:
+    """The pixel torso `network.torso` names; called inside the network's `__call__`, so it is its child."""
     if network.torso not in TORSOS:
         raise ValueError(f"Unknown torso {network.torso!r}; choose one of {TORSOS}.")
-    if not network.shared_torso:
-        raise ValueError(f"torso {network.torso!r} is shared by policy and value; set shared_torso=True.")
     if network.torso == "nature_cnn":
         return NatureCNN()
     return ImpalaResNet(tuple(network.channels), network.num_blocks, network.hidden_size)
@@ -304,32 +325,56 @@ def make_network(network_config: ConfigDict, observation_spec: Any, action_spec:
     the value together.
     """
     action_head, action_size = _action_head(action_spec)
-    if network_config.torso != "mlp":
-        shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
-        if shape is None or len(shape) != 3 or dtype != np.uint8:
-            raise ConfigError(
-                "network.torso",
-                f"{network_config.torso!r} reads stacked uint8 frames [C, H, W], but "
-                f"the environment observes {shape} {dtype}",
-                "use --config.network.torso=mlp",
-            )
-        if not network_config.shared_torso:
-            raise ConfigError(
-                "network.shared_torso",
-                f"the {network_config.torso} torso is shared by policy and value",
-                "set --config.network.shared_torso=True",
-            )
+    _check_torso(network_config, observation_spec)
+    if network_config.torso != "mlp" and not network_config.shared_torso:
+        raise ConfigError(
+            "network.shared_torso",
+            f"the {network_config.torso} torso is shared by policy and value",
+            "set --config.network.shared_torso=True",
+        )
     return ActorCritic(
         action_size=action_size,
         action_head=action_head,
-        hidden_sizes=tuple(network_config.hidden_sizes),
-        activation=network_config.activation,
         shared_torso=network_config.shared_torso,
-        torso=network_config.torso,
-        channels=tuple(network_config.channels),
-        num_blocks=network_config.num_blocks,
-        hidden_size=network_config.hidden_size,
+        **_torso_fields(network_config),
     )
+
+
+def make_q_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> QNetwork:
+    """The `QNetwork` that `config.network` describes (`shared_torso` does not apply), for one environment's specs."""
+    if not isinstance(action_spec, specs.DiscreteArray):
+        raise ConfigError(
+            "env.name",
+            f"action values need a finite set of actions (a DiscreteArray), not {action_spec}",
+            "use an environment with discrete actions, or an actor-critic agent (ppo, impala)",
+        )
+    _check_torso(network_config, observation_spec)
+    return QNetwork(action_size=action_spec.num_values, **_torso_fields(network_config))
+
+
+def _torso_fields(network_config: ConfigDict) -> dict:
+    return {
+        "hidden_sizes": tuple(network_config.hidden_sizes),
+        "activation": network_config.activation,
+        "torso": network_config.torso,
+        "channels": tuple(network_config.channels),
+        "num_blocks": network_config.num_blocks,
+        "hidden_size": network_config.hidden_size,
+    }
+
+
+def _check_torso(network_config: ConfigDict, observation_spec: Any) -> None:
+    """Raises `ConfigError` where a pixel torso is asked to read anything but stacked uint8 frames `[C, H, W]`."""
+    if network_config.torso == "mlp":
+        return
+    shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
+    if shape is None or len(shape) != 3 or dtype != np.uint8:
+        raise ConfigError(
+            "network.torso",
+            f"{network_config.torso!r} reads stacked uint8 frames [C, H, W], but "
+            f"the environment observes {shape} {dtype}",
+            "use --config.network.torso=mlp",
+        )
 
 
 def _action_head(action_spec: Any) -> tuple[str, int]:
@@ -347,7 +392,11 @@ def _action_head(action_spec: Any) -> tuple[str, int]:
 
 
 def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> NetworkParams:
-    """Fresh weights for the network `config.network` describes, for these specs."""
-    module = make_network(network_config, observation_spec, action_spec)
+    """Fresh weights for the actor-critic network `config.network` describes, for these specs."""
+    return init_module(key, make_network(network_config, observation_spec, action_spec), observation_spec)
+
+
+def init_module(key: jax.Array, module: nn.Module, observation_spec: Any) -> NetworkParams:
+    """Fresh weights for `module`, initialised on one dummy observation of `observation_spec`."""
     dummy = jax.tree.map(lambda spec: jnp.zeros((1,) + spec.shape, spec.dtype), observation_spec)
     return NetworkParams(module, module.init(key, dummy))

@@ -6,8 +6,10 @@ is an unroll of T steps (`lax.scan`) over the device's batch of environments
 its gradients over the device axis. One dispatch runs K updates (`lax.scan`
 again), so the host only launches programs and reads metrics. The learner
 state is replicated; environment states and actor keys are sharded along the
-batch. Every random draw belongs to one environment (its own key), so the
-data do not depend on how the batch is split over devices.
+batch. Parts of the learner state an agent marks `PerDevice` (a replay
+buffer) are each device's own, stacked along a leading device axis
+(`podracer.per_device`). Every random draw belongs to one environment (its
+own key), so the data do not depend on how the batch is split over devices.
 """
 
 from collections.abc import Callable
@@ -19,7 +21,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import Mesh, NamedSharding
 
-from podracer import collectives, finite
+from podracer import collectives, finite, per_device
 from podracer.agents import Agent, Trajectory
 from podracer.envs import episodes
 from podracer.envs.base import Environment
@@ -30,17 +32,22 @@ from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED
 
 @struct.dataclass
 class AnakinState:
-    learner: Any  # The agent's learner state; replicated.
+    learner: Any  # The agent's learner state; replicated, except its PerDevice parts ([D, ...], sharded).
     env_state: Any  # [B, ...], sharded over devices.
     timestep: TimeStep  # [B], sharded: the observation the next action is chosen from.
     actor_keys: chex.PRNGKey  # [B], sharded: one key per environment.
     learner_key: chex.PRNGKey  # Replicated.
 
 
-# Which parts of the state live on every device and which are split along the batch.
-STATE_SPECS = AnakinState(
-    learner=REPLICATED, env_state=SHARDED, timestep=SHARDED, actor_keys=SHARDED, learner_key=REPLICATED
-)
+def state_specs(state: AnakinState) -> AnakinState:
+    """Which parts of the state live on every device and which are split along the batch (or the device axis)."""
+    return AnakinState(
+        learner=per_device.partition_specs(state.learner),
+        env_state=SHARDED,
+        timestep=SHARDED,
+        actor_keys=SHARDED,
+        learner_key=REPLICATED,
+    )
 
 
 def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Callable:
@@ -52,15 +59,17 @@ def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Call
     def init(key):
         params_key, env_key, actor_key, learner_key = jax.random.split(key, 4)
         env_state, timestep = env.reset(jax.random.split(env_key, num_envs))
+        learner = agent.init(params_key, env.observation_spec(), env.action_spec())
         return AnakinState(
-            learner=agent.init(params_key, env.observation_spec(), env.action_spec()),
+            learner=per_device.with_device_axis(learner, mesh.size),
             env_state=env_state,
             timestep=timestep,
             actor_keys=jax.random.split(actor_key, num_envs),
             learner_key=learner_key,
         )
 
-    return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), STATE_SPECS))
+    specs = state_specs(jax.eval_shape(init, jax.random.key(0)))
+    return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs))
 
 
 def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
@@ -124,8 +133,13 @@ def make_dispatch(
     update = make_per_device_update(env, agent, unroll_length)
 
     def run(state):
+        state = state.replace(learner=per_device.local(state.learner))
         state, (metrics, completed) = jax.lax.scan(update, state, None, length=updates_per_dispatch)
-        return state, (metrics, completed, finite.leaf_flags(state.learner) if check_finite else {})
+        flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}
+        return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags)
 
-    per_device = jax.shard_map(run, mesh=mesh, in_specs=(STATE_SPECS,), out_specs=(STATE_SPECS, REPLICATED))
-    return jax.jit(per_device, donate_argnums=0)
+    def dispatch(state):
+        specs = state_specs(state)
+        return jax.shard_map(run, mesh=mesh, in_specs=(specs,), out_specs=(specs, REPLICATED))(state)
+
+    return jax.jit(dispatch, donate_argnums=0)

@@ -20,7 +20,7 @@ import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
-from podracer import finite
+from podracer import finite, per_device
 from podracer.agents import Agent
 from podracer.checkpoints import agree
 from podracer.sebulba.lifecycle import RunControl
@@ -36,7 +36,7 @@ TRAJECTORY_SPEC = PartitionSpec(None, DEVICE_AXIS)
 class SebulbaState:
     """The learner's side of a Sebulba run after `update` updates (what a callback sees)."""
 
-    learner: Any  # The agent's learner state, replicated over the learner devices.
+    learner: Any  # The agent's learner state, replicated over the learner devices (PerDevice parts: [D, ...]).
     update: int  # Updates done; the acting parameters of this version are published.
 
 
@@ -48,7 +48,8 @@ def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int, chec
     the new state is finite (`podracer.finite.leaf_flags`); it is empty without.
     """
 
-    def per_device(state: Any, trajectories: list, key):
+    def on_device(state: Any, trajectories: list, key):
+        state = per_device.local(state)
         batch = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
         size = jax.tree.leaves(batch)[0].shape[1] // learner_minibatches
         metrics = []
@@ -59,11 +60,14 @@ def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int, chec
             state, minibatch_metrics = agent.learn(state, minibatch, minibatch_key, DEVICE_AXIS)
             metrics.append(minibatch_metrics)
         metrics = jax.tree.map(lambda *values: jnp.mean(jnp.stack(values)), *metrics)
-        return state, (metrics, finite.leaf_flags(state) if check_finite else {})
+        flags = finite.leaf_flags(per_device.replicated_part(state)) if check_finite else {}
+        return per_device.global_(state), (metrics, flags)
 
-    update = jax.shard_map(
-        per_device, mesh=mesh, in_specs=(REPLICATED, TRAJECTORY_SPEC, REPLICATED), out_specs=(REPLICATED, REPLICATED)
-    )
+    def update(state: Any, trajectories: list, key):
+        specs = per_device.partition_specs(state)
+        in_specs, out_specs = (specs, TRAJECTORY_SPEC, REPLICATED), (specs, REPLICATED)
+        return jax.shard_map(on_device, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(state, trajectories, key)
+
     return jax.jit(update, donate_argnums=0)
 
 

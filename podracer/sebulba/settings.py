@@ -95,7 +95,7 @@ def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
             f"{config.envs_per_thread} environments cannot be split evenly over {len(learners)} learner devices",
             f"set --config.envs_per_thread to a multiple of {len(learners)}",
         )
-    per_learner = config.envs_per_thread * config.actor_threads_per_device * len(actors) // len(learners)
+    per_learner = environments_per_learner(config, actors, learners)
     if per_learner % config.learner_minibatches:
         raise ConfigError(
             "learner_minibatches",
@@ -104,6 +104,11 @@ def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
             "choose a divisor of that number",
         )
     return actors, learners
+
+
+def environments_per_learner(config: ConfigDict, actors: tuple[int, ...], learners: tuple[int, ...]) -> int:
+    """The environments whose steps each learner device receives per update (before `learner_minibatches`)."""
+    return config.envs_per_thread * config.actor_threads_per_device * len(actors) // len(learners)
 
 
 def steps_per_update(config: ConfigDict, num_actor_threads: int) -> int:

@@ -28,7 +28,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 from ml_collections import ConfigDict
 
-from podracer import agents, envs
+from podracer import agents, envs, per_device
 from podracer import config as config_lib
 from podracer.agents import Agent, Trajectory
 from podracer.checkpoints import Checkpointer
@@ -148,9 +148,16 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         compile_start = time.perf_counter()
         replicated = NamedSharding(learner_mesh, REPLICATED)
         observation_spec, action_spec = host_envs[0].observation_spec(), host_envs[0].action_spec()
-        init = jax.jit(lambda key: agent.init(key, observation_spec, action_spec), out_shardings=replicated)
         params_key, actor_key, learner_key = jax.random.split(jax.random.key(config.seed), 3)
-        abstract_state = init.eval_shape(params_key)
+
+        def init_state(key):  # A PerDevice part (a replay buffer) gets a leading axis over the learner devices.
+            return per_device.with_device_axis(agent.init(key, observation_spec, action_spec), learner_mesh.size)
+
+        abstract_state = jax.eval_shape(init_state, params_key)
+        state_specs = per_device.partition_specs(abstract_state)
+        init = jax.jit(
+            init_state, out_shardings=jax.tree.map(lambda spec: NamedSharding(learner_mesh, spec), state_specs)
+        )
         trajectory = _abstract_trajectory(agent, abstract_state, host_envs[0], config.unroll_length, learner_mesh)
         key = jax.ShapeDtypeStruct(learner_key.shape, learner_key.dtype, sharding=replicated)
         update = make_learner_update(agent, learner_mesh, config.learner_minibatches, config.check_finite)
@@ -311,7 +318,8 @@ def _abstract_trajectory(agent: Agent, learner_state: Any, env: HostEnvironment,
         lambda spec: jax.ShapeDtypeStruct((batch,) + tuple(spec.shape), jax.dtypes.canonicalize_dtype(spec.dtype)),
         env.observation_spec(),
     )
-    action, extras = jax.eval_shape(agent.act, agent.acting_params(learner_state), observation, keys)
+    act = lambda state, observation, keys: agent.act(agent.acting_params(state), observation, keys)  # noqa: E731
+    action, extras = jax.eval_shape(act, learner_state, observation, keys)
     sharding = NamedSharding(mesh, TRAJECTORY_SPEC)
 
     def over_time(length: int):

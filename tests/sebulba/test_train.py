@@ -116,3 +116,11 @@ def test_learns_envpool_cartpole(name):
     """The shipped config, as shipped, on seed 3: not 0, and not one the configs were tuned on (they solve 0-4)."""
     history = podracer.train(load_config(name, seed=3)).history
     assert history[-1]["mean_episode_return"] >= 475, [round(r["mean_episode_return"]) for r in history]
+
+
+@pytest.mark.slow
+def test_dqn_learns_cartpole_from_its_learner_side_buffer():
+    history = podracer.train(load_config("sebulba_cartpole_dqn")).history
+    returns = [round(r["mean_episode_return"]) for r in history]
+    assert returns[0] < 100, returns
+    assert history[-1]["mean_episode_return"] >= 475, returns

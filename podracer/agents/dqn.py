@@ -1,0 +1,241 @@
+"""DQN from a device-resident replay buffer: double Q-learning, n-step returns, a target network, epsilon-greedy acting.
+
+Q-learning with a network (Mnih et al. 2015, "Human-level control through
+deep reinforcement learning", Algorithm 1) and the two extensions of Rainbow
+(Hessel et al. 2018) that need no change to the network:
+
+- n-step returns (Sutton 1988; Hessel et al. 2018, eq. 2), cut where an
+  episode ends inside the n steps and bootstrapped there with the
+  environment's discount (0 at termination, gamma at a time limit):
+    G_t = r_{t+1} + gamma d_{t+1} (G_{t+1} or, at the n-th step or the end of the episode, v(s_{t+1})),
+  the TD(lambda) recursion with lambda = 1 inside an episode and 0 at its end
+  (`returns.lambda_returns`);
+- double Q-learning (van Hasselt et al. 2016, eq. 4): the online network
+  chooses the bootstrap action, the target network values it,
+  v(s) = Q_target(s, argmax_a Q(s, a)); plain DQN takes max_a Q_target(s, a).
+
+The loss is the Huber loss of the TD error G_t - Q(s_t, a_t) (Mnih et al. 2015,
+Methods), weighted by the importance weights of a prioritised buffer (Schaul
+et al. 2016, Algorithm 1), whose new priorities are the absolute TD errors.
+
+Each `learn` call adds the trajectory to the buffer, then takes `replay_ratio`
+gradient steps on sampled sequences of n + 1 steps, each device sampling its
+own buffer and the gradients averaged over devices, once the buffer holds
+`min_replay_size` items. After every gradient step the target network moves
+towards the online one: `target_tau = 1` with `target_update_period = N`
+copies it every N steps (Mnih et al. 2015); `target_update_period = 1` with
+`target_tau < 1` is Polyak averaging (Lillicrap et al. 2016). `act` is
+epsilon-greedy, epsilon decaying linearly from `epsilon_start` to
+`epsilon_end` over the first `epsilon_fraction` of the run's `learn` calls;
+the extras it stores are the Q-values.
+"""
+
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from ml_collections import ConfigDict
+
+from podracer import collectives, field_checks
+from podracer.agents import networks, registry, replay
+from podracer.agents.agent import Agent
+from podracer.agents.optimizer import make_optimizer
+from podracer.agents.returns import lambda_returns
+from podracer.agents.trajectory import Trajectory, transitions
+from podracer.errors import ConfigError
+from podracer.learner_batch import environments_per_learner_device
+from podracer.per_device import PerDevice
+
+
+def defaults() -> ConfigDict:
+    return ConfigDict(
+        {
+            "gamma": 0.99,
+            "n_step": 1,  # Steps of real reward before bootstrapping.
+            "double_q": True,  # The online network picks the bootstrap action, the target network values it.
+            "target_update_period": 500,  # Gradient steps between target updates.
+            "target_tau": 1.0,  # Each target update moves tau of the way to the online network (1: a copy).
+            "epsilon_start": 1.0,
+            "epsilon_end": 0.05,
+            "epsilon_fraction": 0.5,  # Of the run's learn calls, over which epsilon decays linearly.
+            "huber_delta": 1.0,  # Where the Huber loss turns from squared to linear.
+            "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari).
+            **replay.DEFAULTS,
+        }
+    )
+
+
+def validate(config: ConfigDict) -> None:
+    field_checks.fraction(config, "agent.gamma", example=0.99)
+    field_checks.integer(config, "agent.n_step", at_least=1, example=3)
+    field_checks.boolean(config, "agent.double_q")
+    field_checks.integer(config, "agent.target_update_period", at_least=1, example=500)
+    field_checks.number(config, "agent.target_tau", example=1.0, above=0.0, at_most=1.0)
+    for field, example in (("epsilon_start", 1.0), ("epsilon_end", 0.05), ("epsilon_fraction", 0.5)):
+        field_checks.fraction(config, f"agent.{field}", example=example)
+    field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
+    field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
+    replay.validate(config)
+    if config.architecture == "sebulba" and config.learner_minibatches != 1:
+        raise ConfigError(
+            "learner_minibatches",
+            f"{config.learner_minibatches} splits each rollout, but DQN adds whole rollouts to its buffer",
+            "leave --config.learner_minibatches=1 and set --config.agent.replay_ratio for more gradient steps",
+        )
+
+
+@struct.dataclass
+class DQNState:
+    params: networks.NetworkParams  # The online network.
+    target_params: networks.NetworkParams
+    opt_state: Any
+    buffer: PerDevice  # Each device's own flashbax buffer state.
+    learn_calls: chex.Array  # int32: `learn` calls so far (the epsilon schedule's clock).
+    gradient_steps: chex.Array  # int32: gradient steps so far (the target update's clock).
+
+
+@struct.dataclass
+class ActingParams:
+    network: networks.NetworkParams
+    epsilon: chex.Array  # The exploration rate now.
+
+
+def act(params: ActingParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+    """Epsilon-greedy actions `[B]`, one key per environment; the extras are the Q-values `[B, A]`."""
+    q_values = params.network.apply(observation)
+    explore_keys, action_keys = jnp.moveaxis(jax.vmap(jax.random.split)(key), 1, 0)
+    explore = jax.vmap(jax.random.uniform)(explore_keys) < params.epsilon
+    random_actions = jax.vmap(lambda k: jax.random.randint(k, (), 0, q_values.shape[-1]))(action_keys)
+    return jnp.where(explore, random_actions, jnp.argmax(q_values, axis=-1)).astype(jnp.int32), {"q_values": q_values}
+
+
+def n_step_targets(
+    trajectory: Trajectory, q_online: chex.Array, q_target: chex.Array, gamma: float, double_q: bool, reward_clip: float
+) -> chex.Array:
+    """The n-step double-Q targets `[S]` of the first transition of each sampled sequence.
+
+    `trajectory` holds sequences of n + 1 timesteps `[n + 1, S]`; `q_online` and
+    `q_target` are both networks' Q-values there, `[n + 1, S, A]`.
+    """
+    chex.assert_rank([q_online, q_target], 3)
+    chex.assert_equal_shape([q_online, q_target])
+    if double_q:
+        choice = jnp.argmax(q_online, axis=-1)
+        values = jnp.take_along_axis(q_target, choice[..., None], axis=-1)[..., 0]
+    else:
+        values = jnp.max(q_target, axis=-1)
+    tr = transitions(trajectory, gamma, reward_clip)
+    return lambda_returns(tr.rewards, tr.discounts, values, tr.lambdas(1.0))[0]
+
+
+def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: ConfigDict) -> tuple[chex.Array, tuple]:
+    """The importance-weighted Huber loss of the first transition of each sequence; aux `(metrics, |TD errors|)`."""
+    trajectory = sample.trajectory
+    observation = trajectory.timestep.observation
+    leading = trajectory.timestep.step_type.shape
+    merged = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), observation)
+    q_values = networks.apply(params, merged).reshape(leading + (-1,))
+    q_target = networks.apply(target_params, merged).reshape(leading + (-1,))
+    targets = n_step_targets(
+        trajectory,
+        jax.lax.stop_gradient(q_values),
+        q_target,
+        agent_config.gamma,
+        agent_config.double_q,
+        agent_config.reward_clip,
+    )
+    chosen = jnp.take_along_axis(q_values[0], trajectory.action[0][:, None], axis=-1)[:, 0]
+    td_errors = jax.lax.stop_gradient(targets) - chosen
+    valid = transitions(trajectory, agent_config.gamma).valid[0]
+    weights = valid * sample.weights
+    total = jnp.sum(weights * optax.huber_loss(td_errors, delta=agent_config.huber_delta)) / jnp.maximum(
+        jnp.sum(valid), 1.0
+    )
+    metrics = {
+        "loss": total,
+        "q_mean": jnp.mean(chosen),
+        "td_abs": jnp.sum(valid * jnp.abs(td_errors)) / jnp.maximum(jnp.sum(valid), 1.0),
+    }
+    return total, (metrics, jnp.abs(td_errors) * valid)
+
+
+def build(config: ConfigDict, num_updates: int) -> Agent:
+    agent_config = config.agent
+    sequence_length = agent_config.n_step + 1
+    batch_per_device = environments_per_learner_device(config)
+    buffer = replay.make_buffer(agent_config, batch_per_device, sequence_length)
+    min_rows = replay.min_rows(agent_config, batch_per_device, sequence_length)
+    optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
+    epsilon = optax.linear_schedule(
+        agent_config.epsilon_start,
+        agent_config.epsilon_end,
+        max(1, int(agent_config.epsilon_fraction * num_updates)),
+    )
+
+    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> DQNState:
+        module = networks.make_q_network(config.network, observation_spec, action_spec)
+        params = networks.init_module(key, module, observation_spec)
+        item = replay.empty_item(observation_spec, jax.ShapeDtypeStruct((), jnp.int32))
+        return DQNState(
+            params=params,
+            target_params=params,
+            opt_state=optimizer.init(params),
+            buffer=PerDevice(buffer.init(item)),
+            learn_calls=jnp.int32(0),
+            gradient_steps=jnp.int32(0),
+        )
+
+    def acting_params(state: DQNState) -> ActingParams:
+        return ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
+
+    def gradient_step(state: DQNState, key: chex.PRNGKey, axis_name) -> tuple[DQNState, dict]:
+        sample = replay.sample(buffer, state.buffer.value, key, agent_config.importance_exponent)
+        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, state.target_params, agent_config), axis_name)
+        grads, (metrics, priorities) = grad_fn(state.params, sample)
+        grads, metrics = collectives.mean((grads, metrics), axis_name)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        steps = state.gradient_steps + 1
+        target = optax.periodic_update(
+            optax.incremental_update(params, state.target_params, agent_config.target_tau),
+            state.target_params,
+            steps,
+            agent_config.target_update_period,
+        )
+        buffer_state = replay.set_priorities(buffer, state.buffer.value, sample.indices, priorities + 1e-6)
+        state = state.replace(
+            params=params,
+            target_params=target,
+            opt_state=opt_state,
+            buffer=PerDevice(buffer_state),
+            gradient_steps=steps,
+        )
+        return state, {**metrics, "grad_norm": optax.tree.norm(grads)}
+
+    def learn(state: DQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[DQNState, dict]:
+        state = state.replace(buffer=PerDevice(replay.add(buffer, state.buffer.value, trajectory)))
+        key = jax.random.fold_in(key, collectives.axis_index(axis_name))  # Each device samples its own buffer.
+        rows_filled = (state.learn_calls + 1) * trajectory.action.shape[0]  # Items per row; alike on every device.
+
+        def sampled_updates(state: DQNState) -> tuple[DQNState, dict]:
+            return jax.lax.scan(
+                lambda s, k: gradient_step(s, k, axis_name), state, jax.random.split(key, agent_config.replay_ratio)
+            )
+
+        def waiting(state: DQNState) -> tuple[DQNState, dict]:
+            shapes = jax.eval_shape(sampled_updates, state)[1]
+            return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+        ready = rows_filled >= min_rows
+        state, metrics = jax.lax.cond(ready, sampled_updates, waiting, state)
+        metrics = {name: jnp.mean(value) for name, value in metrics.items()}
+        metrics["epsilon"] = epsilon(state.learn_calls)
+        return state.replace(learn_calls=state.learn_calls + 1), metrics
+
+    return Agent(init=init, act=act, learn=learn, acting_params=acting_params)
+
+
+registry.register("dqn", defaults=defaults, build=build, validate=validate)

@@ -1,0 +1,91 @@
+"""The device replay buffer: what sampling returns after adds that wrap around, and prioritised sampling."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ml_collections import ConfigDict
+
+from podracer.agents import replay
+from podracer.agents.trajectory import Trajectory
+from podracer.envs.timestep import MID, TimeStep
+
+B, T, ROW = 3, 4, 10  # Environments, steps per added trajectory, items per buffer row.
+
+
+def agent_config(**fields):
+    return ConfigDict({**replay.DEFAULTS, "buffer_size": B * ROW, "min_replay_size": B * 3, "batch_size": 64, **fields})
+
+
+def trajectory(first_step: int) -> Trajectory:
+    """T steps of B environments whose observation and action encode (environment, global step)."""
+    steps = first_step + np.arange(T + 1)[:, None]
+    ids = (1000 * np.arange(B)[None, :] + steps).astype(np.float32)
+    return Trajectory(
+        timestep=TimeStep(
+            step_type=jnp.full((T + 1, B), MID, jnp.int32),
+            reward=jnp.asarray(ids),
+            discount=jnp.ones((T + 1, B)),
+            observation=jnp.asarray(ids)[..., None],
+        ),
+        action=jnp.asarray(ids[:-1]).astype(jnp.int32),
+        extras={},
+    )
+
+
+def filled(buffer, rollouts: int):
+    state = buffer.init(replay.empty_item(jax.ShapeDtypeStruct((1,), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32)))
+    for r in range(rollouts):
+        state = replay.add(buffer, state, trajectory(r * T))
+    return state
+
+
+@pytest.mark.parametrize("rollouts", [1, 2, 5])  # 4, 8 and 20 steps per row of 10: the last two wrap around.
+def test_samples_are_consecutive_steps_of_one_environment_that_the_buffer_still_holds(rollouts):
+    sequence = 3
+    buffer = replay.make_buffer(agent_config(), B, sequence)
+    state = filled(buffer, rollouts)
+    added = rollouts * T
+    held = range(max(0, added - ROW), added)  # The newest ROW steps of every environment; older ones are overwritten.
+    starts = set()
+    for seed in range(20):
+        sample = replay.sample(buffer, state, jax.random.key(seed), importance_exponent=0.4)
+        ids = np.asarray(sample.trajectory.timestep.observation[..., 0])  # [L, S]
+        assert ids.shape == (sequence, 64)
+        assert sample.trajectory.action.shape == (sequence - 1, 64)
+        np.testing.assert_array_equal(sample.trajectory.action, ids[:-1])  # Each step keeps its own action.
+        env, step = ids // 1000, ids % 1000
+        assert (env == env[0]).all(), "a sequence mixes environments"
+        np.testing.assert_array_equal(np.diff(step, axis=0), 1)  # Consecutive steps, in order.
+        assert set(step.ravel()) <= set(held), "a sample read an overwritten (stale) slot"
+        np.testing.assert_array_equal(sample.weights, 1.0)
+        starts |= set(zip(env[0], step[0], strict=True))
+    possible = {(e, s) for e in range(B) for s in held if s + sequence - 1 < added}
+    assert starts == possible  # Over 1,280 draws, every sequence the buffer holds was drawn.
+
+
+def test_a_buffer_cannot_sample_before_it_holds_min_replay_size():
+    buffer = replay.make_buffer(agent_config(min_replay_size=B * 6), B, 3)
+    assert replay.min_rows(agent_config(min_replay_size=B * 6), B, 3) == 6
+    assert not buffer.can_sample(filled(buffer, 1))
+    assert buffer.can_sample(filled(buffer, 2))
+
+
+def test_prioritised_sampling_follows_priority_to_the_exponent():
+    alpha = 0.5
+    config = agent_config(prioritised=True, priority_exponent=alpha, batch_size=4096)
+    buffer = replay.make_buffer(config, B, 2)
+    state = filled(buffer, 2)  # 8 steps per row: 7 sequences of 2 per environment.
+    first = replay.sample(buffer, state, jax.random.key(0), importance_exponent=0.4)
+    indices = np.unique(np.asarray(first.indices))
+    priorities = np.arange(1, len(indices) + 1, dtype=np.float32) ** 2
+    state = replay.set_priorities(buffer, state, jnp.asarray(indices), jnp.asarray(priorities))
+    sample = replay.sample(buffer, state, jax.random.key(1), importance_exponent=0.4)
+    drawn = np.asarray(sample.indices)
+    counts = np.array([(drawn == i).sum() for i in indices])
+    expected = priorities**alpha / np.sum(priorities**alpha)
+    assert counts.sum() == 4096
+    np.testing.assert_allclose(counts / 4096, expected, atol=0.02)  # Binomial sd at most 0.008 per item.
+    # Importance weights are (P(i))^-beta over their maximum: the rarest item has weight 1.
+    probabilities = expected[np.searchsorted(indices, drawn)]
+    np.testing.assert_allclose(sample.weights, (probabilities / probabilities.min()) ** -0.4, rtol=1e-4)

@@ -1,0 +1,72 @@
+"""Anakin with a replay agent: each device's buffer holds its own environments' steps, and DQN learns CartPole."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+import podracer
+from tests.helpers import last_json_line, load_config, run_module
+
+
+def test_each_device_buffer_holds_the_steps_of_its_own_environments():
+    """Split over 2 devices, the buffers are the 1-device buffer's rows, device by device.
+
+    Acting is uniformly random (epsilon 1) and the buffer never fills enough
+    to learn, so the data depend only on each environment's own keys.
+    """
+    fields = {
+        "num_envs": 4,
+        "unroll_length": 3,
+        "updates_per_dispatch": 2,
+        "total_steps": 24,
+        "agent.epsilon_end": 1.0,
+    }
+    buffers = {}
+    for n in (1, 2):  # buffer_size is per device: rows of 100 items either way.
+        size = {"agent.buffer_size": 400 // n, "agent.min_replay_size": 400 // n}
+        config = load_config("anakin_cartpole_dqn", num_devices=n, **fields, **size)
+        buffers[n] = podracer.train(config).learner_state.buffer.value
+    one, two = buffers[1].experience, buffers[2].experience
+    observations = two["timestep"].observation
+    assert observations.shape[:3] == (2, 2, 100)  # [devices, environments per device, items per row].
+    assert observations.sharding.shard_shape(observations.shape)[0] == 1  # Each device holds only its own.
+    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two), strict=True):
+        np.testing.assert_array_equal(np.reshape(a, (4, *a.shape[2:])), np.reshape(b, (4, *b.shape[2:])))
+    np.testing.assert_array_equal(buffers[2].current_index, [6, 6])  # 2 dispatches x 3 steps on each device.
+    assert not np.array_equal(observations[0, :, :6], observations[1, :, :6])
+    assert np.all(observations[:, :, 6:] == 0)  # Nothing written past the steps taken.
+
+
+@pytest.mark.slow
+def test_dqn_learns_cartpole():
+    history = podracer.train(load_config("anakin_cartpole_dqn", num_devices=1)).history
+    assert history[0]["mean_episode_return"] < 100
+    assert history[-1]["mean_episode_return"] >= 475, [round(r["mean_episode_return"]) for r in history]
+
+
+def test_a_run_resumed_from_a_checkpoint_samples_the_same_buffer_as_one_never_stopped(tmp_path):
+    """The buffer is in the checkpoint: half a run, then resumed to the end, equals the whole run bitwise."""
+    fields = {
+        "num_envs": 8,
+        "unroll_length": 2,
+        "updates_per_dispatch": 25,
+        "checkpoint.every_updates": 25,
+        "agent.min_replay_size": 160,  # Learning starts in the first dispatch (rows of 20 after 10 updates).
+        "agent.epsilon_start": 0.5,  # A constant epsilon: the schedule does not depend on the run's length.
+        "agent.epsilon_end": 0.5,
+    }
+    whole_steps = 8 * 2 * 25 * 4
+
+    def train(workdir: str, total_steps: int):
+        overrides = json.dumps({**fields, "total_steps": total_steps})
+        return run_module("resumable_run", "anakin_cartpole_dqn", overrides, str(tmp_path / workdir), "0")
+
+    whole = train("whole", whole_steps)
+    half = train("split", whole_steps // 2)
+    resumed = train("split", whole_steps)
+    for result in (whole, half, resumed):
+        assert result.returncode == 0, result.stderr
+    assert "resuming from" in resumed.stderr
+    assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # The whole learner state's digest.
