@@ -57,7 +57,7 @@ BAD_INPUTS = [
     (CATCH, ["--config.num_envs=6"], 4, ["config.num_envs", "4 devices", "multiple of 4"]),
     (CATCH, ["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
     (CATCH, ["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
-    (CATCH, ["--config.agent.name=dqn"], 1, ["config.agent.name", "'dqn'", "ppo"]),
+    (CATCH, ["--config.agent.name=sac"], 1, ["config.agent.name", "'sac'", "ppo"]),
     (CATCH, ["--config.env.name=gymnax:Breakout-MinAtr"], 1, ["config.env.name", "gymnax:Breakout-MinAtar"]),
     (CATCH, ["--config.env.name=foo:bar"], 1, ["config.env.name", "unknown suite 'foo'", "gymnax"]),
     (

@@ -40,13 +40,15 @@ class Case:
 
 
 CATEGORIES = ("wrong type", "out of range", "unknown name", "device split", "environment option", "malformed tuple")
+LAMBDA = {"actor_critic": "td_lambda", "ppo": "gae_lambda", "impala": "vtrace_lambda"}
+# The actor-critic configs: the cases below read their fields (DQN's bad input is tested in tests/agents/test_dqn.py).
 BASES = {
-    os.path.basename(path)[: -len(".py")]: config_lib.load(path)
+    os.path.basename(path)[: -len(".py")]: config
     for path in sorted(glob.glob(os.path.join(ROOT, "configs", "*.py")))
+    if (config := config_lib.load(path)).agent.name in LAMBDA
 }
 ANAKIN = [name for name, config in BASES.items() if config.architecture == "anakin"]
 SEBULBA = [name for name, config in BASES.items() if config.architecture == "sebulba"]
-LAMBDA = {"actor_critic": "td_lambda", "ppo": "gae_lambda", "impala": "vtrace_lambda"}
 # Bases whose get_config() returns an unlocked config (the others load() another file, which locks it).
 UNLOCKED = [name for name in BASES if name not in ("sebulba_breakout_impala", "sebulba_gymnasium_cartpole")]
 
@@ -269,7 +271,7 @@ NESTED_TYPOS = [
     "agent.gamma.value",
 ]
 UNKNOWN_VALUES = [
-    ("agent.name", ["dqn", "PPO", "a2c", "ppo ", "actor-critic"]),
+    ("agent.name", ["sac", "PPO", "a2c", "ppo ", "actor-critic"]),
     ("network.torso", ["vit", "resnet", "NatureCNN", "mlp2", ""]),
     ("network.activation", ["gelu", "sigmoid", "Tanh"]),
     ("optimizer.name", ["adagrad", "adamw", "SGD"]),
