@@ -44,7 +44,7 @@ from podracer.agents import networks, registry, replay
 from podracer.agents.agent import Agent
 from podracer.agents.optimizer import make_optimizer
 from podracer.agents.returns import lambda_returns
-from podracer.agents.trajectory import Trajectory, transitions
+from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.errors import ConfigError
 from podracer.learner_batch import environments_per_learner_device
 from podracer.per_device import PerDevice
@@ -136,7 +136,7 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
     trajectory = sample.trajectory
     observation = trajectory.timestep.observation
     leading = trajectory.timestep.step_type.shape
-    merged = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), observation)
+    merged = merge_leading_dims(observation)
     q_values = networks.apply(params, merged).reshape(leading + (-1,))
     q_target = networks.apply(target_params, merged).reshape(leading + (-1,))
     targets = n_step_targets(
@@ -150,15 +150,9 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
     chosen = jnp.take_along_axis(q_values[0], trajectory.action[0][:, None], axis=-1)[:, 0]
     td_errors = jax.lax.stop_gradient(targets) - chosen
     valid = transitions(trajectory, agent_config.gamma).valid[0]
-    weights = valid * sample.weights
-    total = jnp.sum(weights * optax.huber_loss(td_errors, delta=agent_config.huber_delta)) / jnp.maximum(
-        jnp.sum(valid), 1.0
-    )
-    metrics = {
-        "loss": total,
-        "q_mean": jnp.mean(chosen),
-        "td_abs": jnp.sum(valid * jnp.abs(td_errors)) / jnp.maximum(jnp.sum(valid), 1.0),
-    }
+    count = jnp.maximum(jnp.sum(valid), 1.0)
+    total = jnp.sum(valid * sample.weights * optax.huber_loss(td_errors, delta=agent_config.huber_delta)) / count
+    metrics = {"loss": total, "q_mean": jnp.mean(chosen), "td_abs": jnp.sum(valid * jnp.abs(td_errors)) / count}
     return total, (metrics, jnp.abs(td_errors) * valid)
 
 
