@@ -42,6 +42,7 @@ SAFE_TO_CHANGE = (
     "cpu_threads",
     "check_finite",
     "max_dispatch_seconds",
+    "members_in_parallel",
 )
 FOLDER = "checkpoints"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer import agents, field_checks
+from podracer import agents, field_checks, population
 from podracer.agents.networks import TORSOS
 from podracer.agents.optimizer import OPTIMIZERS
 from podracer.anakin import settings as anakin_settings
@@ -30,9 +30,8 @@ from podracer.sebulba import settings as sebulba_settings
 ARCHITECTURES = {"anakin": anakin_settings, "sebulba": sebulba_settings}
 RESUME_MODES = ("auto", "never", "must")  # See podracer.checkpoints.
 ACTIVATIONS = ("tanh", "relu")
-OPEN_FIELDS = (
-    "env.kwargs",
-)  # Groups whose fields are the user's (an environment's options): overrides may add to them.
+# Groups whose fields are the user's (an environment's options, a population's members): overrides may add to them.
+OPEN_FIELDS = ("env.kwargs", population.FIELD)
 
 
 def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> ConfigDict:
@@ -73,6 +72,8 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
         {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
     )
     config.agent = ConfigDict({"name": agent, **agents.lookup(agent).defaults()})
+    # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.population).
+    config.population = ConfigDict()
     return config
 
 
@@ -110,10 +111,12 @@ def override(config: ConfigDict, field: str, value: Any, source: str = "the conf
     *parents, leaf = field.split(".")
     node = config
     for depth, part in enumerate(parents):
+        if _is_open(parents[:depth]) and part not in node:  # A population field's group, say.
+            node[part] = ConfigDict()
         if not isinstance(node, ConfigDict) or part not in node:
             _unknown(field, node, ".".join(parents[:depth]), source)
         node = node[part]
-    is_open = ".".join(parents) in OPEN_FIELDS
+    is_open = _is_open(parents)
     if not isinstance(node, ConfigDict) or (leaf not in node and not is_open):
         _unknown(field, node, ".".join(parents), source)
     current = node.get(leaf)
@@ -158,10 +161,8 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.boolean(config, "check_finite")
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
-        _validate_network_and_optimizer(config)
-        validate_agent = agents.lookup(config.agent.name).validate
-        if validate_agent:
-            validate_agent(config)
+        _validate_agent(config)
+    population.validate(config, _validate_agent if agent_from_config else lambda member: None, agent_from_config)
 
 
 def make_environment(config: ConfigDict, factory: Callable, *args: Any) -> Any:
@@ -213,6 +214,19 @@ def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
         if not _has_field(expected, field) and _has_field(expected, parent):  # Misspelt, or another's.
             group = field_checks.get(expected, parent) if parent else expected
             _unknown(field, group, parent, f"a config for {architecture}")
+
+
+def _validate_agent(config: ConfigDict) -> None:
+    """The network, optimiser and agent fields: what the agent is built from."""
+    _validate_network_and_optimizer(config)
+    validate_agent = agents.lookup(config.agent.name).validate
+    if validate_agent:
+        validate_agent(config)
+
+
+def _is_open(parents: list[str]) -> bool:
+    """Whether a field under the group `parents` is the user's to add: within one of `OPEN_FIELDS`."""
+    return any(parents[: len(field.split("."))] == field.split(".") for field in OPEN_FIELDS)
 
 
 def _field_names(config: ConfigDict, skipped: set, prefix: str = "") -> list[str]:

@@ -29,8 +29,12 @@ def leaf_flags(tree: Any) -> dict[str, jax.Array]:
     }
 
 
-def check(first_update: int, metrics: dict[str, np.ndarray], flags: dict[str, np.ndarray | bool]) -> None:
+def check(
+    first_update: int, metrics: dict[str, np.ndarray], flags: dict[str, np.ndarray | bool], member: int | None = None
+) -> None:
     """Raises `NonFiniteError` naming the first update with a non-finite metric, and any non-finite state leaf.
+
+    A population checks each `member` on its own, and the error names it.
 
     `metrics` hold one value per update along their first axis, for updates
     `first_update`, `first_update + 1`, ...; `flags` (`leaf_flags`) describe
@@ -54,10 +58,11 @@ def check(first_update: int, metrics: dict[str, np.ndarray], flags: dict[str, np
         shown = ", ".join(leaves[:3]) + (f" and {len(leaves) - 3} more leaves" if len(leaves) > 3 else "")
         what.append(f"learner state at {shown} (after update {first_update + count - 1})")
     when = f"update {first_update + first_bad}" if first_bad is not None else _updates(first_update, count)
+    whose = "" if member is None else f"population member {member}'s "
     raise NonFiniteError(
-        f"{when} produced non-finite values: {'; '.join(what)}. Nothing from it was checkpointed; lower "
+        f"{whose}{when} produced non-finite values: {'; '.join(what)}. Nothing from it was checkpointed; lower "
         "optimizer.learning_rate or optimizer.max_grad_norm, or look for a division by zero or a log of zero "
-        "in the loss"
+        "in the loss" + ("" if member is None else "; or set check_finite=False to let the other members go on")
     )
 
 

@@ -1,6 +1,10 @@
 """Where log records go: `metrics.jsonl`, TensorBoard event files, and the resolved config.
 
-Only process 0 of a job writes; without a workdir nothing is written.
+Only process 0 of a job writes; without a workdir nothing is written. A
+population's record (`podracer.population`) holds one record per member under
+`members`; `metrics.jsonl` gets each member's as a line of its own, carrying
+its `member` index, before the population's line, and `read_records` puts
+them back under it. TensorBoard shows a member's scalars as `member_I/NAME`.
 """
 
 import json
@@ -11,6 +15,8 @@ from ml_collections import ConfigDict
 from tensorboardX import SummaryWriter
 
 from podracer.distributed import is_chief
+
+MEMBERS = "members"  # The field of a population's record that holds its members' records.
 
 
 class MetricsWriter:
@@ -32,7 +38,7 @@ class MetricsWriter:
             path = os.path.join(workdir, "metrics.jsonl")
             if resume_step is not None:
                 self.kept = _records_up_to(path, resume_step)
-                _replace(path, "".join(_json_line(record) for record in self.kept))
+                _replace(path, "".join(_json_lines(record) for record in self.kept))
             # A fresh run replaces an earlier run's records; a resumed one appends to those it kept.
             self._jsonl = open(path, "w" if resume_step is None else "a")  # noqa: SIM115 -- closed by close().
             purge = {} if resume_step is None else {"purge_step": resume_step + 1}
@@ -41,12 +47,14 @@ class MetricsWriter:
     def write(self, record: dict) -> None:
         """Logs one record; `record["step"]` is the environment step count so far."""
         if self._jsonl:
-            self._jsonl.write(_json_line(record))
+            self._jsonl.write(_json_lines(record))
             self._jsonl.flush()
         if self._tensorboard:
-            for name, value in record.items():
-                if name != "step" and isinstance(value, (int, float)) and math.isfinite(value):
-                    self._tensorboard.add_scalar(name, value, record["step"])
+            for line in (*record.get(MEMBERS, ()), record):
+                prefix = f"member_{line['member']}/" if "member" in line else ""
+                for name, value in line.items():
+                    if name not in ("step", "member") and isinstance(value, (int, float)) and math.isfinite(value):
+                        self._tensorboard.add_scalar(prefix + name, value, record["step"])
 
     def close(self) -> None:
         if self._jsonl:
@@ -58,11 +66,12 @@ class MetricsWriter:
 def read_records(path: str) -> list[dict]:
     """The records of a `metrics.jsonl`, NaNs (stored as null) restored; a last line cut short by a kill is left out.
 
-    Raises `ValueError` naming the line for a broken line anywhere else.
+    A population's member lines go back under `members` of the record that
+    follows them. Raises `ValueError` naming the line for a broken line anywhere else.
     """
     with open(path) as f:
         lines = f.read().split("\n")
-    records = []
+    records, members = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -72,7 +81,13 @@ def read_records(path: str) -> list[dict]:
             if number == len(lines):  # No newline after it: the writer was stopped mid-line.
                 break
             raise ValueError(f"{path}, line {number}: not a JSON record ({error})") from None
-        records.append({name: math.nan if value is None else value for name, value in record.items()})
+        record = {name: math.nan if value is None else value for name, value in record.items()}
+        if "member" in record:
+            members.append(record)
+            continue
+        if members:
+            record[MEMBERS], members = members, []
+        records.append(record)
     return records
 
 
@@ -89,8 +104,10 @@ def _replace(path: str, text: str) -> None:
     os.replace(partial, path)
 
 
-def _json_line(record: dict) -> str:
-    return json.dumps({name: _json_value(value) for name, value in record.items()}) + "\n"
+def _json_lines(record: dict) -> str:
+    """The lines of one record: its members' (a population's), then its own."""
+    lines = [*record.get(MEMBERS, ()), {name: value for name, value in record.items() if name != MEMBERS}]
+    return "".join(json.dumps({name: _json_value(value) for name, value in line.items()}) + "\n" for line in lines)
 
 
 def _json_value(value):

@@ -3,6 +3,7 @@
     result = podracer.train(config)
     podracer.plot.summary(result.history)                                  # one run
     podracer.plot.summary({"lr 1e-3": read_metrics("runs/a"), "lr 3e-4": read_metrics("runs/b")})
+    podracer.plot.summary(population_result.history)                       # a population: members overlaid
 
 A run is its log records: `TrainResult.history`, or `read_metrics(workdir)`
 for a run that wrote `metrics.jsonl`; several runs are a mapping from label to
@@ -18,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from podracer.metrics_writer import read_records
+from podracer.metrics_writer import MEMBERS, read_records
 
 Records = Sequence[dict]
 Runs = Records | Mapping[str, Records]
 
 FIGURE_WIDTH_INCHES = 13.0
 ROW_HEIGHT_INCHES = 3.4
+MAX_LEGEND_ENTRIES = 12  # A bigger population's lines go unlabelled.
 DPI = 100  # So a PNG of the summary is 1300 pixels wide and 340 pixels high per row of panels.
 
 # Sebulba's time shares (podracer.sebulba.telemetry): fractions of each log window's wall-clock time.
@@ -91,13 +93,16 @@ def summary(runs: Runs, title: str | None = None) -> Any:
 
 
 def learning_curve(runs: Runs, ax: Any, x: str = "step") -> Any:
-    """Mean episode return of each log window against `x`: "step" (environment steps) or "wall_seconds"."""
-    for label, records in as_runs(runs).items():
+    """Mean episode return of each log window against `x`: "step" (environment steps) or "wall_seconds".
+
+    A population's members are drawn one line each (`as_runs(..., members=True)`).
+    """
+    for label, records in as_runs(runs, members=True).items():
         ax.plot(column(records, x), column(records, "mean_episode_return"), marker=".", label=label)
     ax.set_xlabel({"step": "environment steps", "wall_seconds": "wall-clock seconds (compilation included)"}[x])
     ax.set_ylabel("mean episode return")
     ax.set_title("return against " + ("steps" if x == "step" else "wall time"))
-    _finish(ax, runs)
+    _finish(ax, as_runs(runs, members=True))
     return ax
 
 
@@ -177,11 +182,32 @@ def save(figure: Any, path: str, file_format: str | None = None) -> None:
     plt.close(figure)
 
 
-def as_runs(runs: Runs) -> dict[str, Records]:
-    """`runs` as a mapping from label to records: one run's records are labelled "run"."""
-    if isinstance(runs, Mapping):
-        return dict(runs)
-    return {"run": runs}
+def as_runs(runs: Runs, members: bool = False) -> dict[str, Records]:
+    """`runs` as a mapping from label to records: one run's records are labelled "run".
+
+    With `members`, a population's run becomes one run per member, labelled
+    "member I" (or "LABEL: member I" among several runs); a member's records
+    carry its own episode statistics and losses, and the step and wall time of
+    the population's record.
+    """
+    runs = dict(runs) if isinstance(runs, Mapping) else {"run": runs}
+    if not members:
+        return runs
+    expanded = {}
+    for label, records in runs.items():
+        for member, member_records in member_runs(records).items() or [(None, records)]:
+            name = label if member is None else f"member {member}" if len(runs) == 1 else f"{label}: member {member}"
+            expanded[name] = member_records
+    return expanded
+
+
+def member_runs(records: Records) -> dict[int, list[dict]]:
+    """A population's records as each member's own, `{member: records}`; empty for a single run."""
+    runs: dict[int, list[dict]] = {}
+    for record in records:
+        for member in record.get(MEMBERS, ()):
+            runs.setdefault(member["member"], []).append({**member, "wall_seconds": record.get("wall_seconds")})
+    return runs
 
 
 def column(records: Records, field: str) -> np.ndarray:
@@ -207,7 +233,7 @@ def _number(value: Any) -> float:
 
 def _finish(ax: Any, runs: Runs) -> None:
     ax.grid(alpha=0.3)
-    if len(as_runs(runs)) > 1:
+    if 1 < len(as_runs(runs)) <= MAX_LEGEND_ENTRIES:
         ax.legend(fontsize="small")
 
 

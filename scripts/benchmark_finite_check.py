@@ -34,11 +34,12 @@ def measure(filename: str, repeats: int) -> tuple[float, float]:
     env = envs.wrap_for_training(envs.make(config.env.name))
     agent = agents.make(config, num_updates=10**6)
     mesh = device_mesh(settings.devices(config))
-    init = make_init(env, agent, config.num_envs, mesh)
-    state = init(jax.random.key(0))
+    key = jax.random.key(0)
+    init = make_init(env, lambda _: agent, config.num_envs, mesh, key, {})
+    state = init(key, {})
     programs = [
-        make_dispatch(env, agent, config.unroll_length, config.updates_per_dispatch, mesh, check_finite=check)
-        .lower(init.eval_shape(jax.random.key(0)))
+        make_dispatch(env, lambda _: agent, config.unroll_length, config.updates_per_dispatch, mesh, check_finite=check)
+        .lower(init.eval_shape(key, {}), {})
         .compile()
         for check in (True, False)
     ]
@@ -46,7 +47,7 @@ def measure(filename: str, repeats: int) -> tuple[float, float]:
     for repeat in range(repeats + 2):  # The first two rounds warm up.
         for index, program in enumerate(programs):
             start = time.perf_counter()
-            state, outputs = program(state)
+            state, outputs = program(state, {})
             jax.block_until_ready(outputs)
             if repeat >= 2:
                 seconds[index].append(time.perf_counter() - start)

@@ -49,6 +49,7 @@ def test_default_experiment_shows_steps_rate_and_return_and_splits_the_cpu_in_tw
 
 
 SEBULBA = "configs/sebulba_cartpole_impala.py"
+DQN = "configs/anakin_cartpole_dqn.py"
 
 BAD_INPUTS = [
     # (config file, extra arguments, devices, words the error must contain)
@@ -109,6 +110,37 @@ BAD_INPUTS = [
     (SEBULBA, ["--config.env.name=gymnasium:Nope-v0"], 1, ["config.env.name", "gymnasium has no environment"]),
     (SEBULBA, ["--config.env.name=gymnax:CartPole-v1"], 1, ["config.env.name", "run under anakin, not sebulba"]),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
+    (DQN, ["--config.agent.replay_ratio=0"], 2, ["config.agent.replay_ratio", ">= 1"]),
+    (DQN, ["--config.agent.min_replay_size=60000"], 2, ["config.agent.min_replay_size", "buffer_size"]),
+    # Rows of 8 / 8 = 1 item cannot hold a 4-step sequence; found when the buffer is made, before compiling.
+    (DQN, ["--config.agent.buffer_size=8", "--config.agent.min_replay_size=8"], 2, ["config.agent.buffer_size"]),
+    (
+        "configs/sebulba_cartpole_dqn.py",
+        ["--config.learner_minibatches=2"],
+        2,
+        ["config.learner_minibatches"],
+    ),
+    (SEBULBA, ["--config.population.seed=(0,1)"], 1, ["config.population", "train populations with Anakin"]),
+    (
+        DQN,
+        ["--config.population.agent.n_step=(1,3)"],
+        1,
+        ["config.population.agent.n_step", "no real number", "population.optimizer.learning_rate"],
+    ),
+    (CATCH, ["--config.population.network.hidden_sizes=((8,),(16,))"], 1, ["config.population.network.hidden_sizes"]),
+    (CATCH, ["--config.population.agent.gama=(0.9,0.99)"], 1, ["config.population.agent.gama", "no field"]),
+    (
+        CATCH,
+        ["--config.population.seed=(0,1,2)", "--config.population.agent.gamma=(0.9,0.99)"],
+        1,
+        ["config.population.seed", "lists 3 values", "lists 2"],
+    ),
+    (
+        CATCH,
+        ["--config.population.optimizer.learning_rate=(0.001,-1.0)"],
+        1,
+        ["config.population.optimizer.learning_rate", "member 1", "> 0"],
+    ),
 ]
 
 

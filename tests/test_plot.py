@@ -111,6 +111,34 @@ def test_summary_draws_each_runs_logged_values():
     assert "a (frames)" not in line_data(rates)  # Frames are drawn only where they differ from steps.
 
 
+def population_records(members: int = 3) -> list[dict]:
+    records = []
+    for i, record in enumerate(anakin_records()):
+        returns = [math.nan if i == 1 else member + 0.5 * i for member in range(members)]
+        record["members"] = [
+            {"step": record["step"], "member": m, "mean_episode_return": value} for m, value in enumerate(returns)
+        ]
+        records.append(record)
+    return records
+
+
+def test_a_populations_members_are_written_line_by_line_read_back_and_drawn_one_line_each(tmp_path):
+    records = population_records()
+    workdir = write_run(tmp_path / "population", records)
+    lines = (tmp_path / "population" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 6 * 4 and '"member": 2' in lines[2] and '"member"' not in lines[3]
+    read = plot.read_metrics(workdir)
+    for got, expected in zip(read, records, strict=True):
+        np.testing.assert_equal(got, expected)
+    by_steps = line_data(plot.summary(read).axes[0])
+    assert sorted(by_steps) == ["member 0", "member 1", "member 2"]
+    for member in range(3):
+        returns = [r["members"][member]["mean_episode_return"] for r in records]
+        np.testing.assert_array_equal(by_steps[f"member {member}"][:, 1], returns)
+    together = line_data(plot.summary({"lr": read, "single": anakin_records()}).axes[0])
+    assert sorted(together) == ["lr: member 0", "lr: member 1", "lr: member 2", "single"]
+
+
 def test_time_shares_are_the_window_weighted_means_of_the_logged_shares():
     records = sebulba_records()
     figure = plot.summary(records)

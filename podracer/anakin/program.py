@@ -10,6 +10,11 @@ batch. Parts of the learner state an agent marks `PerDevice` (a replay
 buffer) are each device's own, stacked along a leading device axis
 (`podracer.per_device`). Every random draw belongs to one environment (its
 own key), so the data do not depend on how the batch is split over devices.
+
+A population (`podracer.population`) vmaps that per-device program over its
+members: every part of the state gains a leading member axis, and each
+member's agent is built from its hyperparameters, which the dispatch takes as
+arrays `[members]`.
 """
 
 from collections.abc import Callable
@@ -19,7 +24,7 @@ import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from podracer import collectives, finite, per_device
 from podracer.agents import Agent, Trajectory
@@ -39,27 +44,59 @@ class AnakinState:
     learner_key: chex.PRNGKey  # Replicated.
 
 
-def state_specs(state: AnakinState) -> AnakinState:
-    """Which parts of the state live on every device and which are split along the batch (or the device axis)."""
-    return AnakinState(
+AgentFor = Callable[[dict], Agent]  # A member's agent from its hyperparameters ({} for a single run).
+
+
+def state_specs(state: AnakinState, members: int = 0) -> AnakinState:
+    """Which parts of the state live on every device and which are split along the batch (or the device axis).
+
+    A population's (`members > 0`) state has a leading member axis, which no device splits.
+    """
+    specs = AnakinState(
         learner=per_device.partition_specs(state.learner),
         env_state=SHARDED,
         timestep=SHARDED,
         actor_keys=SHARDED,
         learner_key=REPLICATED,
     )
+    if not members:
+        return specs
+    return jax.tree.map(lambda spec: PartitionSpec(None, *spec), specs, is_leaf=lambda x: isinstance(x, PartitionSpec))
 
 
-def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Callable:
-    """`init(key) -> AnakinState`, compiled to place the state on the mesh (learner replicated, envs sharded).
+def over_members(fn: Callable, members: int, in_parallel: int = 0) -> Callable:
+    """`fn` of one member; for a population (`members > 0`) mapped over a leading member axis of every argument.
 
-    `env` is wrapped for training (batched); `agent.init` sees one environment's specs.
+    `in_parallel` members at a time are vmapped (0: all of them), and groups
+    of them run one after another (`lax.map`). Vmapped members compute the
+    same numbers as alone up to float rounding (XLA sums a batch's reductions
+    in another order); one at a time, each member's computation is exactly
+    its own run's, bitwise.
     """
+    if not members:
+        return fn
+    if in_parallel == 0 or in_parallel >= members:
+        return jax.vmap(fn)
+    batch_size = in_parallel if in_parallel > 1 else None
+    return lambda *args: jax.lax.map(lambda member_args: fn(*member_args), args, batch_size=batch_size)
 
-    def init(key):
+
+def make_init(
+    env: Environment, agent_for: AgentFor, num_envs: int, mesh: Mesh, key: chex.PRNGKey, hyperparameters: dict
+) -> Callable:
+    """`init(key, hyperparameters) -> AnakinState`, compiled to place the state on the mesh (learner replicated,
+    envs sharded).
+
+    `env` is wrapped for training (batched); the agent's `init` sees one
+    environment's specs. For a population, `key` and every hyperparameter are
+    arrays `[members]`, one per member; the examples given fix their shapes.
+    """
+    members = key.shape[0] if key.shape else 0
+
+    def init_member(key, hyperparameters):
         params_key, env_key, actor_key, learner_key = jax.random.split(key, 4)
         env_state, timestep = env.reset(jax.random.split(env_key, num_envs))
-        learner = agent.init(params_key, env.observation_spec(), env.action_spec())
+        learner = agent_for(hyperparameters).init(params_key, env.observation_spec(), env.action_spec())
         return AnakinState(
             learner=per_device.with_device_axis(learner, mesh.size),
             env_state=env_state,
@@ -68,7 +105,9 @@ def make_init(env: Environment, agent: Agent, num_envs: int, mesh: Mesh) -> Call
             learner_key=learner_key,
         )
 
-    specs = state_specs(jax.eval_shape(init, jax.random.key(0)))
+    # Members one after another: a batched QR (orthogonal initialisers) deadlocks on a 1-thread XLA:CPU pool.
+    init = over_members(init_member, members, in_parallel=1)
+    specs = state_specs(jax.eval_shape(init, key, hyperparameters), members)
     return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs))
 
 
@@ -120,26 +159,38 @@ def split_unroll_keys(actor_keys: chex.PRNGKey, num_steps: int) -> tuple[chex.PR
 
 
 def make_dispatch(
-    env: Environment, agent: Agent, unroll_length: int, updates_per_dispatch: int, mesh: Mesh, check_finite: bool = True
+    env: Environment,
+    agent_for: AgentFor,
+    unroll_length: int,
+    updates_per_dispatch: int,
+    mesh: Mesh,
+    check_finite: bool = True,
+    members: int = 0,
+    members_in_parallel: int = 0,
 ):
     """The program of one dispatch: K updates on every device of `mesh`, jitted (compile it with `.lower`).
 
-    `dispatch(state) -> (state, (metrics, completed, finite))`: metrics and
-    completed episodes stacked over the K updates (identical on every device),
-    and with `check_finite` whether each leaf of the final learner state is
-    finite (`podracer.finite.leaf_flags`; empty without). The input state's
+    `dispatch(state, hyperparameters) -> (state, (metrics, completed,
+    finite))`: metrics and completed episodes stacked over the K updates
+    (identical on every device), and with `check_finite` whether each leaf of
+    the final learner state is finite (`podracer.finite.leaf_flags`; empty
+    without). A population's outputs have a leading member axis; its members
+    run `members_in_parallel` at a time (`over_members`). The input state's
     buffers are donated.
     """
-    update = make_per_device_update(env, agent, unroll_length)
 
-    def run(state):
+    def run_member(state, hyperparameters):
+        update = make_per_device_update(env, agent_for(hyperparameters), unroll_length)
         state = state.replace(learner=per_device.local(state.learner))
         state, (metrics, completed) = jax.lax.scan(update, state, None, length=updates_per_dispatch)
         flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}
         return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags)
 
-    def dispatch(state):
-        specs = state_specs(state)
-        return jax.shard_map(run, mesh=mesh, in_specs=(specs,), out_specs=(specs, REPLICATED))(state)
+    def dispatch(state, hyperparameters):
+        specs = state_specs(state, members)
+        run = over_members(run_member, members, members_in_parallel)
+        return jax.shard_map(run, mesh=mesh, in_specs=(specs, REPLICATED), out_specs=(specs, REPLICATED))(
+            state, hyperparameters
+        )
 
     return jax.jit(dispatch, donate_argnums=0)

@@ -20,6 +20,9 @@ def add_defaults(config: ConfigDict) -> None:
     config.updates_per_dispatch = 10  # K: updates compiled into one program call between logs.
     # A dispatch slower than this is split (recompiling), so that SIGTERM is honoured within a spot VM's notice.
     config.max_dispatch_seconds = 20.0
+    # A population's members vmapped at once (0: all; k: groups of k, one group after another, in less memory).
+    # 1 runs each member exactly as it would run alone, bitwise; vmapped members agree with it up to float rounding.
+    config.members_in_parallel = 0
 
 
 def validate(config: ConfigDict, env_from_config: bool) -> None:
@@ -28,6 +31,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "num_envs", at_least=1, example=64)
     field_checks.integer(config, "updates_per_dispatch", at_least=1, example=10)
     field_checks.number(config, "max_dispatch_seconds", example=20, above=0.0)
+    field_checks.integer(config, "members_in_parallel", at_least=0, example=8)
     if env_from_config:
         envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
 

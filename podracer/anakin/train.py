@@ -7,6 +7,7 @@ environment or the agent surfaces while the program is traced, before
 anything is compiled or written.
 """
 
+import functools
 import signal
 import sys
 import time
@@ -16,14 +17,15 @@ import jax
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer import agents, envs, finite
+from podracer import agents, envs, finite, population
 from podracer import config as config_lib
 from podracer.agents import Agent
 from podracer.anakin import settings
-from podracer.anakin.program import make_dispatch, make_init
+from podracer.anakin.program import make_dispatch, make_init, over_members
 from podracer.checkpoints import Checkpointer, agree
 from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
+from podracer.metrics_writer import MEMBERS
 from podracer.run import Callback, RunLog, TrainResult, episode_summary
 from podracer.stopping import StoppedBySignal, stop_signals
 from podracer.topology import device_mesh
@@ -50,24 +52,36 @@ def train(
         env = config_lib.make_environment(config, envs.make, config.env.name)
     training_env = envs.wrap_for_training(env)
     num_updates = settings.num_dispatches(config) * config.updates_per_dispatch
+    build = functools.partial(agents.make, num_updates=num_updates)
     if agent is None:
-        agent = agents.make(config, num_updates=num_updates)
+        agent = build(config)
+    agent_for = population.member_agents(config, agent, build)
+    members = population.size(config)  # 0: a single run.
+    hyperparameters = population.hyperparameters(config)
     steps_per_update = config.unroll_length * config.num_envs
 
     compile_start = time.perf_counter()
-    init = make_init(training_env, agent, config.num_envs, mesh)
-    key = jax.random.key(config.seed)
-    abstract_state = init.eval_shape(key)
+    key = population.keys(config)
+    init = make_init(training_env, agent_for, config.num_envs, mesh, key, hyperparameters)
 
-    def compile_dispatch(updates_per_dispatch: int):  # The agent's and environment's errors come while tracing.
+    def compile_dispatch(updates_per_dispatch: int, varied: dict):  # Errors of agent and environment come here.
         dispatch = make_dispatch(
-            training_env, agent, config.unroll_length, updates_per_dispatch, mesh, config.check_finite
+            training_env,
+            agent_for,
+            config.unroll_length,
+            updates_per_dispatch,
+            mesh,
+            config.check_finite,
+            members,
+            config.members_in_parallel,
         )
-        return dispatch.lower(abstract_state).compile()
+        return dispatch.lower(init.eval_shape(key, varied), varied).compile()
 
     updates_per_dispatch = config.updates_per_dispatch
-    dispatch = compile_dispatch(updates_per_dispatch)
-    state = init(key)
+    dispatch = population.naming_fixed_fields(
+        functools.partial(compile_dispatch, updates_per_dispatch), hyperparameters
+    )
+    state = init(key, hyperparameters)
     compile_seconds = time.perf_counter() - compile_start
 
     update, resumed = 0, None
@@ -81,16 +95,21 @@ def train(
             last_time, first_record = time.perf_counter(), True
             while update < num_updates:
                 dispatch_start = time.perf_counter()
-                state, (metrics, completed, flags) = dispatch(state)
+                state, (metrics, completed, flags) = dispatch(state, hyperparameters)
                 metrics, completed, flags = jax.device_get((metrics, completed, flags))  # Waits for the dispatch.
                 now = time.perf_counter()
-                record = {"step": (update + updates_per_dispatch) * steps_per_update, **summarize(metrics, completed)}
-                record["steps_per_second"] = updates_per_dispatch * steps_per_update / (now - last_time)
+                record = make_record((update + updates_per_dispatch) * steps_per_update, metrics, completed, members)
+                record["steps_per_second"] = (
+                    updates_per_dispatch * steps_per_update * max(members, 1) / (now - last_time)
+                )
                 if first_record:  # Of this process: a resumed run compiled again.
                     record["compile_seconds"] = compile_seconds
                 first_record = False
                 log.report(record, state)
-                finite.check(update + 1, metrics, flags)  # Before the state can be checkpointed.
+                for member, (member_metrics, member_flags) in enumerate(members_of((metrics, flags), members)):
+                    finite.check(
+                        update + 1, member_metrics, member_flags, member if members else None
+                    )  # Before saving.
                 update += updates_per_dispatch
                 save, stop, dispatch_seconds = agree(
                     checkpointer.due(update) or update >= num_updates, bool(stop_requests), now - dispatch_start
@@ -105,12 +124,20 @@ def train(
                 shorter = settings.shorter_dispatch(updates_per_dispatch, dispatch_seconds, config.max_dispatch_seconds)
                 if shorter != updates_per_dispatch:
                     _report_split(updates_per_dispatch, shorter, dispatch_seconds, config.max_dispatch_seconds)
-                    updates_per_dispatch, dispatch = shorter, compile_dispatch(shorter)
+                    updates_per_dispatch, dispatch = shorter, compile_dispatch(shorter, hyperparameters)
                 last_time = time.perf_counter()
     finally:
         log.close()
         checkpointer.close()
-    return TrainResult(state.learner, agent.acting_params(state.learner), log.history, log.total_steps)
+    acting_params = over_members(lambda learner, varied: agent_for(varied).acting_params(learner), members)
+    return TrainResult(
+        state.learner, acting_params(state.learner, hyperparameters), log.history, log.total_steps * max(members, 1)
+    )
+
+
+def members_of(tree, members: int) -> list:
+    """`[tree]` for a single run; a population's `tree` (leading member axis) as one tree per member."""
+    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(members)] if members else [tree]
 
 
 def _report_split(updates: int, shorter: int, seconds: float, limit: float) -> None:
@@ -121,6 +148,16 @@ def _report_split(updates: int, shorter: int, seconds: float, limit: float) -> N
             "from now on, which recompiles and logs more often",
             file=sys.stderr,
         )
+
+
+def make_record(step: int, metrics: dict, completed: Completed, members: int) -> dict:
+    """The log record of a dispatch; a population's also holds each member's (under `members`) and its summary."""
+    record = {"step": step, **summarize(metrics, completed)}
+    if members:
+        each = enumerate(members_of((metrics, completed), members))
+        record[MEMBERS] = [{"step": step, "member": i, **summarize(*outputs)} for i, outputs in each]
+        record.update(population.summary(record[MEMBERS]))
+    return record
 
 
 def summarize(metrics: dict, completed: Completed) -> dict:

@@ -9,7 +9,6 @@ from podracer.agents import dqn
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import LAST
 from tests import references as ref
-from tests.helpers import run_cli
 
 
 def np_n_step_target(step_type, reward, discount, q_online, q_target, gamma, double_q):
@@ -73,20 +72,4 @@ def test_double_q_takes_the_online_networks_action_at_the_target_networks_value(
     np.testing.assert_allclose(single, [reward + 0.5 * 9.0], rtol=1e-6)
 
 
-@pytest.mark.parametrize(
-    ("config", "flags", "field"),
-    [
-        ("anakin_cartpole_dqn", ["--config.agent.replay_ratio=0"], "config.agent.replay_ratio"),
-        ("anakin_cartpole_dqn", ["--config.agent.min_replay_size=60000"], "config.agent.min_replay_size"),
-        # Rows of 8 / 8 = 1 item cannot hold a 4-step sequence; found when the buffer is made, before compiling.
-        ("anakin_cartpole_dqn", ["--config.agent.buffer_size=8", "--config.agent.min_replay_size=8"], "buffer_size"),
-        ("sebulba_cartpole_dqn", ["--config.learner_minibatches=2"], "config.learner_minibatches"),
-    ],
-)
-def test_bad_replay_settings_exit_2_naming_the_field(tmp_path, config, flags, field):
-    workdir = tmp_path / "run"
-    result = run_cli("train", "--config", f"configs/{config}.py", *flags, "--workdir", str(workdir), num_devices=2)
-    assert result.returncode == 2, result.stderr
-    assert field in result.stderr
-    assert "Traceback" not in result.stderr
-    assert not workdir.exists()  # Nothing half-written.
+# Bad replay settings exit 2 naming the field: tests/test_cli.py's BAD_INPUTS.

@@ -46,6 +46,7 @@ def test_dqn_learns_cartpole():
     assert history[-1]["mean_episode_return"] >= 475, [round(r["mean_episode_return"]) for r in history]
 
 
+@pytest.mark.slow  # 20 s: three runs of a replay agent.
 def test_a_run_resumed_from_a_checkpoint_samples_the_same_buffer_as_one_never_stopped(tmp_path):
     """The buffer is in the checkpoint: half a run, then resumed to the end, equals the whole run bitwise."""
     fields = {

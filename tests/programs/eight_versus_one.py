@@ -30,13 +30,14 @@ def main():
 
     def run(devices):
         mesh = device_mesh(devices)
-        state = make_init(env, agent, config.num_envs, mesh)(jax.random.key(7))
+        key = jax.random.key(7)
+        state = make_init(env, lambda _: agent, config.num_envs, mesh, key, {})(key, {})
         initial_params = jax.device_get(state.learner.params)
         shards = {s.device for s in state.timestep.observation.addressable_shards}
         assert len(shards) == len(devices), shards
         assert state.timestep.observation.addressable_shards[0].data.shape[0] == config.num_envs // len(devices)
-        dispatch = make_dispatch(env, agent, config.unroll_length, config.updates_per_dispatch, mesh)
-        state, (metrics, completed, _) = dispatch(state)
+        dispatch = make_dispatch(env, lambda _: agent, config.unroll_length, config.updates_per_dispatch, mesh)
+        state, (metrics, completed, _) = dispatch(state, {})
         params = state.learner.params
         assert len(jax.tree.leaves(params)[0].sharding.device_set) == len(devices)
         assert replicas_identical(params)

@@ -1,0 +1,130 @@
+"""Populations on Anakin: each member is its config run alone, bitwise; its metrics are logged and summarised."""
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import podracer
+from podracer import population
+from podracer.errors import ConfigError
+from podracer.plot import read_metrics
+from tests.helpers import load_config
+
+TIMING = ("wall_seconds", "steps_per_second", "compile_seconds")
+
+
+CATCH = {"num_envs": 16, "unroll_length": 8, "updates_per_dispatch": 2, "total_steps": 16 * 8 * 2 * 3}
+
+
+def population_config(name, fields, varied, **more):
+    return load_config(name, {**fields, **more, **{f"population.{field}": values for field, values in varied.items()}})
+
+
+def member_state(result, index):
+    return jax.tree.map(lambda x: np.asarray(x[index]), result.learner_state)
+
+
+@pytest.mark.parametrize(
+    ("name", "fields", "varied"),
+    [
+        (  # Clipping at 0.01 makes every update's step depend on the gradient's norm, a reduction.
+            "anakin_catch",
+            {**CATCH, "optimizer.max_grad_norm": 0.01},
+            {"seed": (3, 5), "optimizer.learning_rate": (3e-3, 1e-3), "agent.entropy_cost": (0.01, 0.03)},
+        ),
+        pytest.param(  # Replay buffers (one per device), a target network and epsilon: learning starts mid-run.
+            "anakin_cartpole_dqn",
+            {"updates_per_dispatch": 20, "total_steps": 8 * 2 * 20 * 3, "agent.min_replay_size": 400},
+            {
+                "seed": (3, 5),
+                "agent.gamma": (0.99, 0.9),
+                "agent.target_tau": (0.005, 0.05),
+                "agent.epsilon_end": (0.01, 0.2),
+            },
+        ),
+    ],
+)
+def test_each_member_equals_its_config_run_alone_bitwise(name, fields, varied):
+    """Over the session's 2 devices, one member at a time: each computes exactly what its own program does."""
+    config = population_config(name, fields, varied, members_in_parallel=1)
+    result = podracer.train(config)
+    for index in range(2):
+        alone = podracer.train(population.member(config, index))
+        for a, b in zip(
+            jax.tree.leaves(member_state(result, index)), jax.tree.leaves(alone.learner_state), strict=True
+        ):
+            np.testing.assert_array_equal(a, np.asarray(b))
+        member_records = [record["members"][index] for record in result.history]
+        assert len(member_records) == len(alone.history)
+        for mine, its in zip(member_records, alone.history, strict=True):
+            assert mine["member"] == index
+            for field, value in mine.items():
+                if field != "member":
+                    assert value == its[field] or (math.isnan(value) and math.isnan(its[field])), (index, field)
+    assert not all(np.array_equal(leaf[0], leaf[1]) for leaf in jax.tree.leaves(result.learner_state))
+
+
+@pytest.mark.parametrize(("in_parallel", "members"), [(0, 2), pytest.param(2, 3, marks=pytest.mark.slow)])
+def test_vmapped_members_match_their_runs_alone_up_to_float_rounding(in_parallel, members):
+    """Every member vmapped at once, or in groups of 2 (and the 1 left): XLA orders a batch's sums differently."""
+    varied = {"seed": (3, 5, 7)[:members], "optimizer.learning_rate": (3e-3, 1e-3, 2e-3)[:members]}
+    config = population_config("anakin_catch", CATCH, varied, members_in_parallel=in_parallel)
+    result = podracer.train(config)
+    for index in range(members):
+        alone = podracer.train(population.member(config, index))
+        for a, b in zip(
+            jax.tree.leaves(member_state(result, index)), jax.tree.leaves(alone.learner_state), strict=True
+        ):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+def test_members_are_logged_with_their_index_and_summarised(tmp_path):
+    config = load_config("anakin_catch", {**CATCH, "population.seed": (0, 1, 2, 3)})
+    result = podracer.train(config, workdir=str(tmp_path))
+    assert result.steps == 4 * CATCH["total_steps"]  # Every member's steps.
+    for record in result.history:
+        members = record["members"]
+        assert [member["member"] for member in members] == [0, 1, 2, 3]
+        assert all(member["step"] == record["step"] for member in members)
+        returns = np.array([member["mean_episode_return"] for member in members])
+        assert record["best_return"] == returns.max() and record["best_member"] == int(np.argmax(returns))
+        assert record["median_return"] == pytest.approx(np.median(returns))
+        assert record["return_spread"] == pytest.approx(np.percentile(returns, 75) - np.percentile(returns, 25))
+        episodes = sum(member["episodes"] for member in members)
+        assert record["episodes"] == episodes
+        pooled = sum(member["mean_episode_return"] * member["episodes"] for member in members) / episodes
+        assert record["mean_episode_return"] == pytest.approx(pooled)
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 3 * 5  # Each member's line, then the population's, per record.
+    assert read_metrics(str(tmp_path)) == result.history
+
+
+def test_summary_of_members_ignores_those_without_episodes():
+    records = [{"mean_episode_return": value} for value in (1.0, math.nan, 3.0, -2.0, 0.5)]
+    summary = population.summary(records)
+    finite = np.array([1.0, 3.0, -2.0, 0.5])
+    assert summary["best_member"] == 2 and summary["best_return"] == 3.0
+    assert summary["median_return"] == pytest.approx(0.75)
+    assert summary["return_spread"] == pytest.approx(np.percentile(finite, 75) - np.percentile(finite, 25))
+    empty = population.summary([{"mean_episode_return": math.nan}] * 2)
+    assert empty["best_member"] == -1 and math.isnan(empty["median_return"])
+
+
+def test_a_hyperparameter_the_agent_branches_on_is_named():
+    """An agent that reads a value as a Python number (an `if`) cannot vary it; the error names that field."""
+
+    def trace(varied):
+        def program(values):
+            scale = values.get("agent.scale", 1.0)
+            if values.get("agent.threshold", 0.0) > 0:  # Decides the program's structure.
+                scale = scale * 2
+            return scale
+
+        return jax.eval_shape(jax.vmap(program), varied)  # Each member sees its own scalar, as in the program.
+
+    varied = {"agent.scale": np.ones(2, np.float32), "agent.threshold": np.ones(2, np.float32)}
+    with pytest.raises(ConfigError, match=r"config\.population\.agent\.threshold: the agent reads it"):
+        population.naming_fixed_fields(trace, varied)
+    assert population.naming_fixed_fields(trace, {"agent.scale": varied["agent.scale"]}).shape == (2,)
