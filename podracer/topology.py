@@ -6,7 +6,7 @@ programs hand that name to `agent.learn`, whose collectives average over it
 (`podracer.collectives`).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
@@ -21,6 +21,19 @@ SHARDED = PartitionSpec(DEVICE_AXIS)
 def device_mesh(devices: Sequence[jax.Device]) -> Mesh:
     """A 1-D mesh over `devices`, the axis named `DEVICE_AXIS`."""
     return Mesh(np.asarray(devices), (DEVICE_AXIS,))
+
+
+def per_device_program(fn: Callable, mesh: Mesh, in_specs, out_specs) -> Callable:
+    """`jax.shard_map(fn, ...)` over `mesh`, the way every podracer program runs per device.
+
+    Without JAX's checks of which values vary over the mesh (`check_vma`):
+    flashbax's prioritised sampler vmaps a `lax.cond`, whose batching trips
+    them ("Primitive add requires varying manual axes to match", JAX 0.8),
+    and podracer's programs write every collective out, pmap-style, so they
+    rely on no inferred one. Gradients are each device's own until averaged
+    (`podracer.collectives`), as the test of 8 devices against 1 checks.
+    """
+    return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
 
 def anakin_devices(num_devices: int) -> list[jax.Device]:

@@ -32,7 +32,7 @@ from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
 from podracer.envs.wrappers import split_keys
-from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED
+from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 
 
 @struct.dataclass
@@ -189,8 +189,6 @@ def make_dispatch(
     def dispatch(state, hyperparameters):
         specs = state_specs(state, members)
         run = over_members(run_member, members, members_in_parallel)
-        return jax.shard_map(run, mesh=mesh, in_specs=(specs, REPLICATED), out_specs=(specs, REPLICATED))(
-            state, hyperparameters
-        )
+        return per_device_program(run, mesh, (specs, REPLICATED), (specs, REPLICATED))(state, hyperparameters)
 
     return jax.jit(dispatch, donate_argnums=0)

@@ -26,7 +26,7 @@ from podracer.checkpoints import agree
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.telemetry import TelemetryWindow
-from podracer.topology import DEVICE_AXIS, REPLICATED
+from podracer.topology import DEVICE_AXIS, REPLICATED, per_device_program
 
 # Trajectory leaves are time-major, [T (+ 1), B, ...]: shard the batch axis over the learner devices.
 TRAJECTORY_SPEC = PartitionSpec(None, DEVICE_AXIS)
@@ -66,7 +66,7 @@ def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int, chec
     def update(state: Any, trajectories: list, key):
         specs = per_device.partition_specs(state)
         in_specs, out_specs = (specs, TRAJECTORY_SPEC, REPLICATED), (specs, REPLICATED)
-        return jax.shard_map(on_device, mesh=mesh, in_specs=in_specs, out_specs=out_specs)(state, trajectories, key)
+        return per_device_program(on_device, mesh, in_specs, out_specs)(state, trajectories, key)
 
     return jax.jit(update, donate_argnums=0)
 

@@ -71,3 +71,22 @@ def test_a_run_resumed_from_a_checkpoint_samples_the_same_buffer_as_one_never_st
         assert result.returncode == 0, result.stderr
     assert "resuming from" in resumed.stderr
     assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # The whole learner state's digest.
+
+
+def test_prioritised_dqn_sets_each_sampled_sequences_priority_from_its_td_error():
+    """Items are added at the highest priority so far; once learning starts, sampled ones get |TD error| ** alpha."""
+    fields = {
+        "num_envs": 8,
+        "unroll_length": 2,
+        "updates_per_dispatch": 20,
+        "total_steps": 8 * 2 * 20 * 2,
+        "agent.min_replay_size": 320,  # Learning starts halfway.
+        "agent.prioritised": True,
+    }
+    result = podracer.train(load_config("anakin_cartpole_dqn", num_devices=1, **fields))
+    buffer = result.learner_state.buffer.value
+    tree = buffer.sum_tree_state
+    leaves = np.asarray(tree.nodes)[0, -tree.capacity :]  # The one device's priorities, one per item.
+    written = leaves[leaves > 0]
+    assert written.size > 0 and np.unique(written).size > written.size // 2  # Set per item, not one shared value.
+    assert np.all(np.isfinite(result.history[-1]["loss"]))
