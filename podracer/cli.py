@@ -2,7 +2,7 @@
 
     podracer train --config configs/X.py [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
     podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
-    podracer bench [--figures 4a,4b,4c,pipeline,suites] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
+    podracer bench [--figures 4a,4b,4c,pipeline,suites,population] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
                    [--sebulba-env pong|cartpole]
 
 Configuration errors (an unknown field, a value that cannot work on this
@@ -25,7 +25,7 @@ from podracer import host_memory
 
 USAGE = """usage: podracer train --config CONFIG_FILE [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
        podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
-       podracer bench [--figures 4a,4b,4c,pipeline,suites] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
+       podracer bench [--figures 4a,4b,4c,pipeline,suites,population] [--repeats N] [--quick] [--out DIR] [--cpu] [--devices N]
                       [--sebulba-env pong|cartpole]
 
 commands:

@@ -5,6 +5,7 @@
 - 4c (`sebulba`): Sebulba's frames/s against the actor / learner device split and replicas.
 - `pipeline`: Sebulba with a small network over envpool alone (`envpool_raw`).
 - `suites` (on request): named rows, the environment suites and Pong's ResNet.
+- `population` (on request): Anakin's total steps/s against the members of a population.
 
 Each point is measured in a fresh process with the devices it needs
 (`launch`, `worker`), at steady state (`steady`), `--repeats` times; results

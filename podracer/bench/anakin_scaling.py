@@ -16,6 +16,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from podracer import population
+from podracer.anakin import settings
 from podracer.bench import configs
 from podracer.bench.records import AnakinRun, Point, Row, Setup
 
@@ -61,9 +63,10 @@ def point(
     """Config `name` with `overrides` (`num_devices` among them), for whole dispatches: 3 of them with `quick`.
 
     It runs in a process with `process_devices` devices (default: `num_devices`).
+    A population's point also records its `members`.
     """
     config = configs.load_named(name, overrides)
-    steps_per_dispatch = config.unroll_length * config.num_envs * config.updates_per_dispatch
+    steps_per_dispatch = settings.steps_per_dispatch(config)
     dispatches = QUICK_DISPATCHES if setup.quick else math.ceil(config.total_steps / steps_per_dispatch)
     task = AnakinRun(configs.path(name), {**overrides, "total_steps": dispatches * steps_per_dispatch})
     columns = {
@@ -73,6 +76,8 @@ def point(
         "num_envs": config.num_envs,
         "unroll_length": config.unroll_length,
     }
+    if members := population.size(config):
+        columns["members"] = members
     launch = setup.launch(process_devices or config.num_devices, config.cpu_threads)
     return Point(figure, sweep, benchmark, launch, task, columns)
 

@@ -1,15 +1,19 @@
 """The figures of a benchmark, one PNG each: what `podracer bench` measured, drawn from its rows.
 
 Every point is its median with a bar from the smallest to the largest
-repetition. 4a and 4c's replicas also draw linear scaling from their first
-point (dashed). matplotlib comes through `podracer.plot` (the `plot` extra).
+repetition. 4a, 4c's replicas and the population's total also draw linear
+scaling from their first point (dashed). matplotlib comes through
+`podracer.plot` (the `plot` extra).
 """
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from podracer import plot
+from podracer.bench.population import per_member
 from podracer.bench.records import Row
+from podracer.bench.steady import Spread
+from podracer.cli import count
 
 FILE_NAMES = {
     "4a": "fig4a.png",
@@ -17,6 +21,7 @@ FILE_NAMES = {
     "4c": "fig4c.png",
     "pipeline": "pipeline.png",
     "suites": "suites.png",
+    "population": "population.png",
 }
 PANEL_INCHES = (5.5, 4.0)
 
@@ -123,12 +128,35 @@ def suites(rows: Sequence[Row]) -> Any:
     return _finish(figure, f"Named rows ({_platforms(rows)})")
 
 
+def population(rows: Sequence[Row]) -> Any:
+    """Total steps/s against a population's members, with linear from one member; and each member's steps/s."""
+    points = sorted(rows, key=lambda row: row.members)
+    members = [row.members for row in points]
+    figure, (total, each) = _panels(2)
+    line = _errorbar(total, members, points, label=None)
+    if members[0] == 1:
+        total.plot(members, [points[0].median * m for m in members], "--", color=line[0].get_color(), alpha=0.5)
+    _errorbar(each, members, [per_member(row) for row in points], label=None)
+    for ax in (total, each):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(members, [str(m) for m in members])
+        ax.minorticks_off()
+        ax.set_xlabel(f"members ({points[0].num_envs} envs each, {count(points[0].devices, 'device')})")
+        ax.set_yscale("log")
+    total.set_ylabel(f"{points[0].unit}, all members")
+    total.set_title("total (dashed: linear)")
+    each.set_ylabel(f"{points[0].unit} per member")
+    each.set_title("per member")
+    return _finish(figure, f"Anakin populations, {_subject(points)}")
+
+
 CHARTS: dict[str, Callable[[Sequence[Row]], Any]] = {
     "4a": anakin_scaling,
     "4b": actor_batch,
     "4c": sebulba_scaling,
     "pipeline": pipeline_efficiency,
     "suites": suites,
+    "population": population,
 }
 
 
@@ -144,7 +172,7 @@ def _panels(count: int) -> tuple[Any, list[Any]]:
     return figure, list(axes[0])
 
 
-def _errorbar(ax: Any, xs: Sequence[float], rows: Sequence[Row], label: str | None, bars: bool = False) -> Any:
+def _errorbar(ax: Any, xs: Sequence[float], rows: Sequence[Row | Spread], label: str | None, bars: bool = False) -> Any:
     """Medians at `xs` with bars from the smallest to the largest repetition; as columns with `bars`."""
     medians = [row.median for row in rows]
     spread = [[row.median - row.min for row in rows], [row.max - row.median for row in rows]]

@@ -4,8 +4,9 @@
                    [--cpu] [--devices N] [--sebulba-env pong|cartpole]
 
 The points of each figure are planned (`anakin_scaling`, `sebulba`,
-`pipeline`, `suites`), measured in fresh processes grouped by device setup
-(`launch`), and written to DIR: bench.csv, bench.md and a PNG per figure.
+`pipeline`, `suites`, `population`), measured in fresh processes grouped by
+device setup (`launch`), and written to DIR: bench.csv, bench.md and a PNG
+per figure.
 The arguments are checked before anything runs; a bad one is a one-line
 error (exit 2) and nothing is written.
 """
@@ -16,7 +17,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 
-from podracer.bench import anakin_scaling, charts, launch, machine, pipeline, report, sebulba, suites
+from podracer.bench import anakin_scaling, charts, launch, machine, pipeline, population, report, sebulba, suites
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread, spread
 from podracer.cli import UsageError, count
@@ -33,10 +34,11 @@ PLANS = {
     "4c": sebulba.plan_scaling,
     "pipeline": pipeline.plan,
     "suites": suites.plan,
+    "population": population.plan,
 }
 FIGURES = tuple(PLANS)
 USAGE = (
-    "usage: podracer bench [--figures 4a,4b,4c,pipeline,suites] [--repeats N] [--quick] [--out DIR] [--cpu] "
+    "usage: podracer bench [--figures 4a,4b,4c,pipeline,suites,population] [--repeats N] [--quick] [--out DIR] [--cpu] "
     "[--devices N] [--sebulba-env pong|cartpole]"
 )
 

@@ -79,6 +79,7 @@ SWEPT = {
     "actor_batch": ("envs_per_thread", "unroll_length"),
     "device_split": ("actor_devices", "learner_devices"),
     "replicas": ("replicas",),
+    "members": ("members",),
     "pipeline": ("env",),
     "config": (),
 }
@@ -88,7 +89,7 @@ SWEPT = {
 class Point:
     """One point of one figure, before it is measured."""
 
-    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites.
+    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population.
     sweep: str  # What the figure varies at this point: one of SWEPT.
     benchmark: str  # The config's name (configs/NAME.py), or envpool_random_actions.
     launch: Launch
@@ -115,10 +116,11 @@ class Row:
     actor_devices: int | None = None
     learner_devices: int | None = None
     replicas: int = 1
+    members: int | None = None  # A population's members (Anakin), whose total the rates are.
     actor_threads: int | None = None  # Per actor device (Sebulba), or stepping threads (envpool alone).
     envs_per_thread: int | None = None
     unroll_length: int | None = None
-    num_envs: int | None = None  # Anakin: environments over every device.
+    num_envs: int | None = None  # Anakin: environments over every device (each member's, in a population).
     median: float
     min: float
     max: float

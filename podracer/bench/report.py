@@ -9,13 +9,14 @@ import dataclasses
 from collections.abc import Sequence
 
 from podracer.bench.machine import MACHINE_COLUMNS, Machine
+from podracer.bench.population import per_member
 from podracer.bench.records import ROW_COLUMNS, Row
 from podracer.cli import count
 
 COLUMNS = ROW_COLUMNS + MACHINE_COLUMNS
 MARKDOWN_COLUMNS = ("figure", "sweep", "benchmark", "env", "network", "platform", "setting")
-MARKDOWN_RESULTS = ("median", "min", "max", "unit", "repeats", "efficiency")
-NUMBERS = ("median", "min", "max", "repeats", "efficiency")  # Right-aligned.
+MARKDOWN_RESULTS = ("median", "min", "max", "unit", "repeats", "per member", "efficiency")
+NUMBERS = ("median", "min", "max", "repeats", "per member", "efficiency")  # Right-aligned.
 DECIMALS = {"median": 1, "min": 1, "max": 1, "efficiency": 4}  # In the CSV.
 
 
@@ -42,7 +43,8 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         f"JAX {machine.jax_version}, podracer {machine.podracer_commit}, "
         f"GLIBC_TUNABLES {machine.glibc_tunables or '(unset)'}. Rates are steady-state (compilation and "
         "warm-up left out): the median of the repeats, with their smallest and largest. Frames are agent steps "
-        "times Atari's frame skip of 4 (one per step elsewhere). Efficiency: figure 4a FPS(n) / (n FPS(1)); "
+        "times Atari's frame skip of 4 (one per step elsewhere). A population's rates are the total over its "
+        "members; per member is its median over their number. Efficiency: figure 4a FPS(n) / (n FPS(1)); "
         "pipeline, Sebulba over envpool alone.",
         "",
         "| " + " | ".join(header) + " |",
@@ -51,15 +53,17 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
     for row in rows:
         cells = [row.figure, row.sweep, row.benchmark, row.env, row.network, row.platform, setting(row)]
         cells += [f"{row.median:,.0f}", f"{row.min:,.0f}", f"{row.max:,.0f}", row.unit, str(row.repeats)]
+        cells.append("" if row.members is None else f"{per_member(row).median:,.0f}")
         cells.append("" if row.efficiency is None else f"{row.efficiency:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def setting(row: Row) -> str:
-    """What distinguishes the point, in words: its devices, batch, split or replicas."""
-    if row.num_envs is not None:  # Anakin.
-        return f"{count(row.devices, 'device')}, {row.num_envs} envs, unroll {row.unroll_length}"
+    """What distinguishes the point, in words: its devices, batch, split, replicas or members."""
+    if row.num_envs is not None:  # Anakin; a population's environments are each member's.
+        envs = f"{count(row.members, 'member')} x {row.num_envs} envs" if row.members else f"{row.num_envs} envs"
+        return f"{count(row.devices, 'device')}, {envs}, unroll {row.unroll_length}"
     threads = f"{row.actor_threads} threads x {row.envs_per_thread} envs, unroll {row.unroll_length}"
     if row.devices == 0:  # envpool alone.
         return f"{row.actor_threads} threads x {row.envs_per_thread} envs, random actions"

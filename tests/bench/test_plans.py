@@ -2,7 +2,7 @@
 
 import pytest
 
-from podracer.bench import anakin_scaling, launch, pipeline, sebulba, suites
+from podracer.bench import anakin_scaling, configs, launch, pipeline, population, sebulba, suites
 from podracer.bench.records import EnvpoolRun, Launch, Setup, task_from_json, task_to_json
 
 CPU_QUICK = Setup(quick=True, forced_cpu=True, max_devices=2, sebulba_env="cartpole")
@@ -83,6 +83,46 @@ def test_suites_are_one_device_rows_and_pong_with_its_resnet():
     assert points[-1].columns["network"] == "impala_resnet(16,32,32)"
 
 
+def test_populations_train_catch_on_its_two_devices_in_one_process_for_the_same_dispatches():
+    points = population.plan(CPU_FULL)
+    assert [p.label() for p in points] == [f"population anakin_catch members={m}" for m in (1, 8, 64)]
+    assert [p.task.overrides["population.seed"] for p in points] == [
+        "(0,)",
+        str(tuple(range(8))),
+        str(tuple(range(64))),
+    ]
+    assert {p.launch for p in points} == {Launch(2, cpu_threads=1)}  # The config's 2 CPU devices, of 4.
+    for point, members in zip(points, (1, 8, 64), strict=True):
+        assert point.task.overrides["num_devices"] == 2 and "num_envs" not in point.task.overrides  # 512 per member.
+        assert point.task.overrides["total_steps"] == population.DISPATCHES * 3 * 16 * 512  # Per member.
+        assert {key: point.columns[key] for key in ("members", "devices", "num_envs", "env")} == {
+            "members": members,
+            "devices": 2,
+            "num_envs": 512,
+            "env": "catch",
+        }
+        config = configs.load_named(point.benchmark, point.task.overrides)  # As the measuring process loads it.
+        assert config.population.seed == tuple(range(members))
+
+
+def test_quick_populations_are_one_and_eight_members_for_three_dispatches():
+    points = population.plan(CPU_QUICK)
+    assert [p.columns["members"] for p in points] == [1, 8]
+    assert {p.task.overrides["total_steps"] for p in points} == {anakin_scaling.QUICK_DISPATCHES * 3 * 16 * 512}
+    assert {p.launch for p in points} == {anakin_scaling.plan(CPU_QUICK)[-1].launch}  # Measured beside 4a's.
+
+
+def test_populations_use_every_accelerator_and_at_most_the_devices_allowed():
+    assert {p.task.overrides["num_devices"] for p in population.plan(ONE_GPU)} == {1}
+    assert {p.launch for p in population.plan(ONE_GPU)} == {Launch(None, cpu_threads=1)}
+    one_cpu = Setup(quick=False, forced_cpu=True, max_devices=1, sebulba_env="pong")
+    assert {p.launch for p in population.plan(one_cpu)} == {Launch(1, cpu_threads=1)}
+
+
+def test_only_population_points_have_members():
+    assert all("members" not in p.columns for p in [*anakin_scaling.plan(CPU_FULL), *suites.plan(CPU_QUICK)])
+
+
 def test_tasks_travel_as_json():
-    for point in [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK)]:
+    for point in [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population.plan(CPU_FULL)]:
         assert task_from_json(task_to_json(point.task)) == point.task

@@ -4,9 +4,10 @@ import csv
 
 import pytest
 
-from podracer.bench import anakin_scaling, pipeline, report
+from podracer.bench import anakin_scaling, pipeline, population, report
 from podracer.bench.machine import Machine
 from podracer.bench.records import Row
+from tests.bench.rows import population_row
 
 MACHINE = Machine(
     cpu_model="Test CPU @ 2.0GHz",
@@ -113,6 +114,24 @@ def test_the_markdown_table_has_a_header_a_separator_and_a_line_per_row():
     assert "2 threads x 16 envs, random actions" in table[3]
     assert table[4].rstrip(" |").endswith("0.85")
     assert "Test CPU @ 2.0GHz, 2 cores, accelerator none, JAX 0.10.2, podracer abc1234" in text
+
+
+def test_a_populations_rate_per_member_is_its_total_over_the_members():
+    row = population_row(8, 800_000.0)
+    spread = population.per_member(row)
+    assert (spread.median, spread.min, spread.max) == pytest.approx((100_000.0, 90_000.0, 110_000.0))
+
+
+def test_population_rows_record_their_members_and_the_table_their_rate_per_member(tmp_path):
+    rows = [anakin_row(2, 1_000_000.0), population_row(1, 500_000.0), population_row(64, 640_000.0)]
+    report.write_csv(str(tmp_path / "bench.csv"), rows, MACHINE)
+    with open(tmp_path / "bench.csv", newline="") as f:
+        assert [row["members"] for row in csv.DictReader(f)] == ["", "1", "64"]
+    table = [line for line in report.markdown(rows, MACHINE).splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    per_member = [[cell.strip() for cell in line.strip("|").split("|")][header.index("per member")] for line in table]
+    assert per_member[2:] == ["", "500,000", "10,000"]  # None for a single run.
+    assert "2 devices, 64 members x 512 envs, unroll 16" in table[4]
 
 
 def test_the_setting_of_a_point_says_what_distinguishes_it():

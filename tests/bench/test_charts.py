@@ -1,0 +1,33 @@
+"""The figures drawn from hand-made rows: one per figure, and the population's totals and rates per member."""
+
+import pytest
+
+from podracer import plot
+from podracer.bench import charts, command
+from tests.bench.rows import population_row
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_figure_has_a_chart_and_a_file():
+    assert set(charts.CHARTS) == set(charts.FILE_NAMES) == set(command.PLANS)
+
+
+def test_the_population_chart_draws_the_total_and_the_rate_per_member_against_the_members():
+    rows = [population_row(64, 640_000.0), population_row(1, 500_000.0), population_row(8, 600_000.0)]
+    figure = charts.population(rows)  # In any order.
+    total, each = figure.axes
+    measured, linear = total.lines[0], total.lines[-1]
+    assert list(measured.get_xdata()) == [1, 8, 64] and list(measured.get_ydata()) == [500_000, 600_000, 640_000]
+    assert list(linear.get_ydata()) == [500_000, 4_000_000, 32_000_000]  # Dashed: 1 member's rate times M.
+    assert list(each.lines[0].get_ydata()) == pytest.approx([500_000, 75_000, 10_000])
+    assert [tick.get_text() for tick in each.get_xticklabels()] == ["1", "8", "64"]
+    assert total.get_xscale() == each.get_xscale() == "log"
+    plot.pyplot().close(figure)
+
+
+def test_the_population_chart_is_written_as_a_png(tmp_path):
+    path = tmp_path / charts.FILE_NAMES["population"]
+    charts.draw("population", [population_row(1, 500_000.0), population_row(8, 600_000.0)], str(path))
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE and 10_000 < len(data) < 2_000_000
