@@ -26,6 +26,26 @@ def member_state(result, index):
     return jax.tree.map(lambda x: np.asarray(x[index]), result.learner_state)
 
 
+def assert_members_logged_and_summarised(result, workdir, members):
+    """Each record holds every member's, with its index, and summarises them; metrics.jsonl reads back the same."""
+    for record in result.history:
+        each = record["members"]
+        assert [member["member"] for member in each] == list(range(members))
+        assert all(member["step"] == record["step"] for member in each)
+        returns = np.array([member["mean_episode_return"] for member in each])
+        assert record["best_return"] == returns.max() and record["best_member"] == int(np.argmax(returns))
+        assert record["median_return"] == pytest.approx(np.median(returns))
+        assert record["return_spread"] == pytest.approx(np.percentile(returns, 75) - np.percentile(returns, 25))
+        episodes = sum(member["episodes"] for member in each)
+        assert record["episodes"] == episodes
+        pooled = sum(member["mean_episode_return"] * member["episodes"] for member in each) / episodes
+        assert record["mean_episode_return"] == pytest.approx(pooled)
+    lines = (workdir / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == len(result.history) * (members + 1)  # Each member's line, then the population's.
+    assert read_metrics(str(workdir)) == result.history
+
+
+@pytest.mark.slow  # 20-30 s each: a population and each member's own run.
 @pytest.mark.parametrize(
     ("name", "fields", "varied"),
     [
@@ -34,7 +54,7 @@ def member_state(result, index):
             {**CATCH, "optimizer.max_grad_norm": 0.01},
             {"seed": (3, 5), "optimizer.learning_rate": (3e-3, 1e-3), "agent.entropy_cost": (0.01, 0.03)},
         ),
-        pytest.param(  # Replay buffers (one per device), a target network and epsilon: learning starts mid-run.
+        (  # Replay buffers (one per device), a target network and epsilon: learning starts mid-run.
             "anakin_cartpole_dqn",
             {"updates_per_dispatch": 20, "total_steps": 8 * 2 * 20 * 3, "agent.min_replay_size": 400},
             {
@@ -46,10 +66,12 @@ def member_state(result, index):
         ),
     ],
 )
-def test_each_member_equals_its_config_run_alone_bitwise(name, fields, varied):
+def test_each_member_equals_its_config_run_alone_bitwise_and_is_logged(tmp_path, name, fields, varied):
     """Over the session's 2 devices, one member at a time: each computes exactly what its own program does."""
     config = population_config(name, fields, varied, members_in_parallel=1)
-    result = podracer.train(config)
+    result = podracer.train(config, workdir=str(tmp_path))
+    assert result.steps == 2 * fields["total_steps"]  # Every member's steps.
+    assert_members_logged_and_summarised(result, tmp_path, members=2)
     for index in range(2):
         alone = podracer.train(population.member(config, index))
         for a, b in zip(
@@ -78,27 +100,6 @@ def test_vmapped_members_match_their_runs_alone_up_to_float_rounding(in_parallel
             jax.tree.leaves(member_state(result, index)), jax.tree.leaves(alone.learner_state), strict=True
         ):
             np.testing.assert_allclose(a, np.asarray(b), rtol=1e-4, atol=1e-6)
-
-
-def test_members_are_logged_with_their_index_and_summarised(tmp_path):
-    config = load_config("anakin_catch", {**CATCH, "population.seed": (0, 1, 2, 3)})
-    result = podracer.train(config, workdir=str(tmp_path))
-    assert result.steps == 4 * CATCH["total_steps"]  # Every member's steps.
-    for record in result.history:
-        members = record["members"]
-        assert [member["member"] for member in members] == [0, 1, 2, 3]
-        assert all(member["step"] == record["step"] for member in members)
-        returns = np.array([member["mean_episode_return"] for member in members])
-        assert record["best_return"] == returns.max() and record["best_member"] == int(np.argmax(returns))
-        assert record["median_return"] == pytest.approx(np.median(returns))
-        assert record["return_spread"] == pytest.approx(np.percentile(returns, 75) - np.percentile(returns, 25))
-        episodes = sum(member["episodes"] for member in members)
-        assert record["episodes"] == episodes
-        pooled = sum(member["mean_episode_return"] * member["episodes"] for member in members) / episodes
-        assert record["mean_episode_return"] == pytest.approx(pooled)
-    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
-    assert len(lines) == 3 * 5  # Each member's line, then the population's, per record.
-    assert read_metrics(str(tmp_path)) == result.history
 
 
 def test_summary_of_members_ignores_those_without_episodes():

@@ -10,6 +10,7 @@ import podracer
 from tests.helpers import last_json_line, load_config, run_module
 
 
+@pytest.mark.slow  # 15 s: two runs.
 def test_each_device_buffer_holds_the_steps_of_its_own_environments():
     """Split over 2 devices, the buffers are the 1-device buffer's rows, device by device.
 
@@ -73,6 +74,7 @@ def test_a_run_resumed_from_a_checkpoint_samples_the_same_buffer_as_one_never_st
     assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # The whole learner state's digest.
 
 
+@pytest.mark.slow  # 7 s: a replay agent's run.
 def test_prioritised_dqn_sets_each_sampled_sequences_priority_from_its_td_error():
     """Items are added at the highest priority so far; once learning starts, sampled ones get |TD error| ** alpha."""
     fields = {
