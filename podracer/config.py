@@ -162,7 +162,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
         _validate_agent(config)
-    population.validate(config, _validate_agent if agent_from_config else lambda member: None, agent_from_config)
+    population.validate(config, _validate_agent, agent_from_config)
 
 
 def make_environment(config: ConfigDict, factory: Callable, *args: Any) -> Any:

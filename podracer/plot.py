@@ -97,12 +97,13 @@ def learning_curve(runs: Runs, ax: Any, x: str = "step") -> Any:
 
     A population's members are drawn one line each (`as_runs(..., members=True)`).
     """
-    for label, records in as_runs(runs, members=True).items():
+    curves = as_runs(runs, members=True)
+    for label, records in curves.items():
         ax.plot(column(records, x), column(records, "mean_episode_return"), marker=".", label=label)
     ax.set_xlabel({"step": "environment steps", "wall_seconds": "wall-clock seconds (compilation included)"}[x])
     ax.set_ylabel("mean episode return")
     ax.set_title("return against " + ("steps" if x == "step" else "wall time"))
-    _finish(ax, as_runs(runs, members=True))
+    _finish(ax, curves)
     return ax
 
 

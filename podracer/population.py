@@ -116,9 +116,11 @@ def naming_fixed_fields(trace: Callable[[dict], Any], varied: dict) -> Any:
 def validate(config: ConfigDict, validate_member: Callable[[ConfigDict], None], agent_from_config: bool) -> None:
     """Raises `ConfigError` for a population that cannot run: its fields, their values, and each member's config.
 
-    `validate_member` is the config's own validation, run on every member so
-    that, say, a negative learning rate in the population is refused like one
-    in the config, but named as the population's field.
+    `validate_member` is the config's own validation of the agent's fields,
+    run on every member whose hyperparameters differ, so that, say, a negative
+    learning rate in the population is refused like one in the config, but
+    named as the population's field. Members that differ only in their seed
+    (an agent passed to `train()` allows no more) have nothing else to check.
     """
     group = config.get(FIELD, ConfigDict())
     if not isinstance(group, ConfigDict):
@@ -143,7 +145,7 @@ def validate(config: ConfigDict, validate_member: Callable[[ConfigDict], None], 
                 f"lists {length} values but {FIELD}.{first} lists {count}",
                 "list one value per member in every population field",
             )
-    for index in range(count):
+    for index in range(count if set(listed) != {"seed"} else 0):
         try:
             validate_member(member(config, index))
         except ConfigError as error:

@@ -62,7 +62,10 @@ def train(
 
     compile_start = time.perf_counter()
     key = population.keys(config)
-    init = make_init(training_env, agent_for, config.num_envs, mesh, key, hyperparameters)
+    init = population.naming_fixed_fields(
+        lambda varied: make_init(training_env, agent_for, config.num_envs, mesh, key, varied), hyperparameters
+    )
+    abstract_state = init.eval_shape(key, hyperparameters)  # Its shapes do not depend on which fields vary.
 
     def compile_dispatch(updates_per_dispatch: int, varied: dict):  # Errors of agent and environment come here.
         dispatch = make_dispatch(
@@ -75,7 +78,7 @@ def train(
             members,
             config.members_in_parallel,
         )
-        return dispatch.lower(init.eval_shape(key, varied), varied).compile()
+        return dispatch.lower(abstract_state, varied).compile()
 
     updates_per_dispatch = config.updates_per_dispatch
     dispatch = population.naming_fixed_fields(
@@ -106,10 +109,9 @@ def train(
                     record["compile_seconds"] = compile_seconds
                 first_record = False
                 log.report(record, state)
+                # Before the state can be checkpointed.
                 for member, (member_metrics, member_flags) in enumerate(members_of((metrics, flags), members)):
-                    finite.check(
-                        update + 1, member_metrics, member_flags, member if members else None
-                    )  # Before saving.
+                    finite.check(update + 1, member_metrics, member_flags, member if members else None)
                 update += updates_per_dispatch
                 save, stop, dispatch_seconds = agree(
                     checkpointer.due(update) or update >= num_updates, bool(stop_requests), now - dispatch_start
