@@ -114,12 +114,6 @@ BAD_INPUTS = [
     (DQN, ["--config.agent.min_replay_size=60000"], 2, ["config.agent.min_replay_size", "buffer_size"]),
     # Rows of 8 / 8 = 1 item cannot hold a 4-step sequence; found when the buffer is made, before compiling.
     (DQN, ["--config.agent.buffer_size=8", "--config.agent.min_replay_size=8"], 2, ["config.agent.buffer_size"]),
-    (
-        "configs/sebulba_cartpole_dqn.py",
-        ["--config.learner_minibatches=2"],
-        2,
-        ["config.learner_minibatches"],
-    ),
     (SEBULBA, ["--config.population.seed=(0,1)"], 1, ["config.population", "train populations with Anakin"]),
     (
         DQN,

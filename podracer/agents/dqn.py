@@ -45,8 +45,6 @@ from podracer.agents.agent import Agent
 from podracer.agents.optimizer import make_optimizer
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.errors import ConfigError
-from podracer.learner_batch import environments_per_learner_device
 from podracer.per_device import PerDevice
 
 
@@ -79,12 +77,6 @@ def validate(config: ConfigDict) -> None:
     field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     replay.validate(config)
-    if config.architecture == "sebulba" and config.learner_minibatches != 1:
-        raise ConfigError(
-            "learner_minibatches",
-            f"{config.learner_minibatches} splits each rollout, but DQN adds whole rollouts to its buffer",
-            "leave --config.learner_minibatches=1 and set --config.agent.replay_ratio for more gradient steps",
-        )
 
 
 @struct.dataclass
@@ -92,7 +84,7 @@ class DQNState:
     params: networks.NetworkParams  # The online network.
     target_params: networks.NetworkParams
     opt_state: Any
-    buffer: PerDevice  # Each device's own flashbax buffer state.
+    replay: PerDevice  # Each device's own `replay.Replay`.
     learn_calls: chex.Array  # int32: `learn` calls so far (the epsilon schedule's clock).
     gradient_steps: chex.Array  # int32: gradient steps so far (the target update's clock).
 
@@ -158,10 +150,7 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config = config.agent
-    sequence_length = agent_config.n_step + 1
-    batch_per_device = environments_per_learner_device(config)
-    buffer = replay.make_buffer(agent_config, batch_per_device, sequence_length)
-    min_rows = replay.min_rows(agent_config, batch_per_device, sequence_length)
+    replay_setup = replay.setup(config, sequence_length=agent_config.n_step + 1)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
     epsilon = optax.linear_schedule(
         agent_config.epsilon_start,
@@ -172,12 +161,11 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> DQNState:
         module = networks.make_q_network(config.network, observation_spec, action_spec)
         params = networks.init_module(key, module, observation_spec)
-        item = replay.empty_item(observation_spec, jax.ShapeDtypeStruct((), jnp.int32))
         return DQNState(
             params=params,
             target_params=params,
             opt_state=optimizer.init(params),
-            buffer=PerDevice(buffer.init(item)),
+            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((), jnp.int32)),
             learn_calls=jnp.int32(0),
             gradient_steps=jnp.int32(0),
         )
@@ -185,8 +173,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     def acting_params(state: DQNState) -> ActingParams:
         return ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
 
-    def gradient_step(state: DQNState, key: chex.PRNGKey, axis_name) -> tuple[DQNState, dict]:
-        sample = replay.sample(buffer, state.buffer.value, key, agent_config.importance_exponent)
+    def gradient_step(state: DQNState, sample: replay.Sample, axis_name) -> tuple[DQNState, dict, chex.Array]:
         grad_fn = collectives.local_grad(lambda p, s: loss(p, s, state.target_params, agent_config), axis_name)
         grads, (metrics, priorities) = grad_fn(state.params, sample)
         grads, metrics = collectives.mean((grads, metrics), axis_name)
@@ -199,35 +186,15 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
             steps,
             agent_config.target_update_period,
         )
-        buffer_state = replay.set_priorities(buffer, state.buffer.value, sample.indices, priorities + 1e-6)
-        state = state.replace(
-            params=params,
-            target_params=target,
-            opt_state=opt_state,
-            buffer=PerDevice(buffer_state),
-            gradient_steps=steps,
-        )
-        return state, {**metrics, "grad_norm": optax.tree.norm(grads)}
+        state = state.replace(params=params, target_params=target, opt_state=opt_state, gradient_steps=steps)
+        return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
+
+    replayed_learn = replay.make_learn(replay_setup, gradient_step)
 
     def learn(state: DQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[DQNState, dict]:
-        state = state.replace(buffer=PerDevice(replay.add(buffer, state.buffer.value, trajectory)))
-        key = jax.random.fold_in(key, collectives.axis_index(axis_name))  # Each device samples its own buffer.
-        rows_filled = (state.learn_calls + 1) * trajectory.action.shape[0]  # Items per row; alike on every device.
-
-        def sampled_updates(state: DQNState) -> tuple[DQNState, dict]:
-            return jax.lax.scan(
-                lambda s, k: gradient_step(s, k, axis_name), state, jax.random.split(key, agent_config.replay_ratio)
-            )
-
-        def waiting(state: DQNState) -> tuple[DQNState, dict]:
-            shapes = jax.eval_shape(sampled_updates, state)[1]
-            return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-
-        ready = rows_filled >= min_rows
-        state, metrics = jax.lax.cond(ready, sampled_updates, waiting, state)
-        metrics = {name: jnp.mean(value) for name, value in metrics.items()}
-        metrics["epsilon"] = epsilon(state.learn_calls)
-        return state.replace(learn_calls=state.learn_calls + 1), metrics
+        learn_calls = state.learn_calls
+        state, metrics = replayed_learn(state, trajectory.replace(extras={}), key, axis_name)  # Q-values not kept.
+        return state, {**metrics, "epsilon": epsilon(learn_calls)}
 
     return Agent(init=init, act=act, learn=learn, acting_params=acting_params)
 

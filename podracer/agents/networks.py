@@ -28,11 +28,11 @@ from podracer.agents.trajectory import merge_leading_dims
 from podracer.errors import ConfigError
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
-TORSOS = ("mlp", "nature_cnn", "impala_resnet")
+TORSOS = ("mlp", "nature_cnn", "impala_resnet", "muzero_resnet")  # The last is MuZero's model only.
 ACTION_HEADS = ("categorical", "gaussian")
 
 
-def _dense(features: int, gain: float) -> nn.Dense:
+def dense(features: int, gain: float) -> nn.Dense:
     return nn.Dense(
         features,
         kernel_init=nn.initializers.orthogonal(gain),
@@ -112,7 +112,7 @@ def _held_on_cpu(x: jnp.ndarray) -> jnp.ndarray:
 _product.defvjp(_product_forward, _product_backward)
 
 
-def _conv(features: int, kernel: int, stride: int, padding: str) -> nn.Conv:
+def conv(features: int, kernel: int, stride: int, padding: str) -> nn.Conv:
     return nn.Conv(
         features,
         (kernel, kernel),
@@ -149,7 +149,7 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         for size in self.hidden_sizes:
-            x = _ACTIVATIONS[self.activation](_dense(size, np.sqrt(2))(x))
+            x = _ACTIVATIONS[self.activation](dense(size, np.sqrt(2))(x))
         return x
 
 
@@ -165,9 +165,9 @@ class NatureCNN(nn.Module):
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
-            x = nn.relu(_conv(features, kernel, stride, "VALID")(x))
+            x = nn.relu(conv(features, kernel, stride, "VALID")(x))
         x = x.reshape(x.shape[0], -1)
-        return nn.relu(_dense(self.hidden_size, np.sqrt(2))(x))
+        return nn.relu(dense(self.hidden_size, np.sqrt(2))(x))
 
 
 class ResidualBlock(nn.Module):
@@ -176,8 +176,8 @@ class ResidualBlock(nn.Module):
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         channels = x.shape[-1]
-        y = _conv(channels, 3, 1, "SAME")(nn.relu(x))
-        y = _conv(channels, 3, 1, "SAME")(nn.relu(y))
+        y = conv(channels, 3, 1, "SAME")(nn.relu(x))
+        y = conv(channels, 3, 1, "SAME")(nn.relu(y))
         return x + y
 
 
@@ -198,12 +198,12 @@ class ImpalaResNet(nn.Module):
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         for channels in self.channels:
-            x = _conv(channels, 3, 1, "SAME")(x)
+            x = conv(channels, 3, 1, "SAME")(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
             for _ in range(self.num_blocks):
                 x = ResidualBlock()(x)
         x = nn.relu(x).reshape(x.shape[0], -1)
-        return nn.relu(_dense(self.hidden_size, np.sqrt(2))(x))
+        return nn.relu(dense(self.hidden_size, np.sqrt(2))(x))
 
 
 class ActorCritic(nn.Module):
@@ -244,8 +244,8 @@ class ActorCritic(nn.Module):
             if not self.shared_torso:
                 raise ValueError(f"torso {self.torso!r} is shared by policy and value; set shared_torso=True.")
             policy_features = value_features = torso(preprocess_pixels(observation))
-        head = _dense(self.action_size, 0.01)(policy_features)
-        value = _dense(1, 1.0)(value_features)[..., 0]
+        head = dense(self.action_size, 0.01)(policy_features)
+        value = dense(1, 1.0)(value_features)[..., 0]
         if self.action_head == "categorical":
             return {"logits": head}, value
         if self.action_head != "gaussian":
@@ -271,7 +271,7 @@ class QNetwork(nn.Module):
             features = MLP(self.hidden_sizes, self.activation)(flatten_observation(observation))
         else:
             features = _pixel_torso(self)(preprocess_pixels(observation))
-        return _dense(self.action_size, 1.0)(features)
+        return dense(self.action_size, 1.0)(features)
 
 
 def _pixel_torso(network: ActorCritic | QNetwork) -> nn.Module:
@@ -364,6 +364,17 @@ def _torso_fields(network_config: ConfigDict) -> dict:
 
 
 def _check_torso(network_config: ConfigDict, observation_spec: Any) -> None:
+    """Raises `ConfigError` where a torso cannot read the observations, or is not one of this network's."""
+    if network_config.torso == "muzero_resnet":
+        raise ConfigError(
+            "network.torso",
+            "'muzero_resnet' is the MuZero agent's model (representation, dynamics, prediction)",
+            "choose impala_resnet or nature_cnn, or use --config.agent.name=muzero",
+        )
+    check_reads_observations(network_config, observation_spec)
+
+
+def check_reads_observations(network_config: ConfigDict, observation_spec: Any) -> None:
     """Raises `ConfigError` where a pixel torso is asked to read anything but stacked uint8 frames `[C, H, W]`."""
     if network_config.torso == "mlp":
         return

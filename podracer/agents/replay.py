@@ -11,23 +11,40 @@ consecutive items, handed back as a `Trajectory` (leaves `[L, S]` timesteps,
 reads any trajectory: an n-step target is a sequence of n + 1 items, and an
 episode that ends inside it is cut there (`trajectory.transitions`).
 
+Items may also keep what acting returned beside the action (`extras`): a
+search agent learns from its stored search policy and root value.
+
 The buffer is the agent's, inside its learner state and on the devices; each
 device holds its own (`podracer.per_device.PerDevice`), filled by its own
 environments, so its size and batch are per device.
+
+`setup`, `init` and `make_learn` give an agent the whole replay loop: each
+`learn` call adds its rollout, then, once the buffer holds enough, takes
+`replay_ratio` gradient steps on sampled sequences. Where Sebulba's learner
+splits each update's rollouts into `learner_minibatches` sequential `learn`
+calls, every call holds a slice of the environments; rows must stay unbroken
+per environment, so the calls stage their slices and the last one adds the
+whole rollout, while every call still takes its gradient steps: N times the
+updates per rollout, each sampling all the data held so far.
 """
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import chex
 import flashbax
 import jax
 import jax.numpy as jnp
+from flax import struct
 from ml_collections import ConfigDict
 
-from podracer import field_checks
+from podracer import collectives, field_checks
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import TimeStep
 from podracer.errors import ConfigError
+from podracer.learner_batch import environments_per_learner_device, learn_calls_per_update
+from podracer.per_device import PerDevice
 
 DEFAULTS = {
     "buffer_size": 10_000,  # Items (agent steps) each device keeps, over all its environments.
@@ -98,15 +115,17 @@ def _sum_tree_device() -> str:
     return {"tpu": "tpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu"}.get(jax.default_backend(), "cpu")
 
 
-def empty_item(observation_spec: Any, action: jax.ShapeDtypeStruct) -> dict:
-    """One zero item of a buffer (a flashbax buffer's `init` takes it): a timestep of `observation_spec` and an action."""
+def empty_item(observation_spec: Any, action: jax.ShapeDtypeStruct, extras: Any = None) -> dict:
+    """One zero item of a buffer (a flashbax buffer's `init` takes it): a timestep of `observation_spec`, an action,
+    and the `extras` (specs of one environment's) the agent keeps; none by default."""
     timestep = TimeStep(
         step_type=jax.ShapeDtypeStruct((), jnp.int32),
         reward=jax.ShapeDtypeStruct((), jnp.float32),
         discount=jax.ShapeDtypeStruct((), jnp.float32),
         observation=observation_spec,
     )
-    return jax.tree.map(lambda spec: jnp.zeros(spec.shape, spec.dtype), {"timestep": timestep, "action": action})
+    item = {"timestep": timestep, "action": action, "extras": {} if extras is None else extras}
+    return jax.tree.map(lambda spec: jnp.zeros(spec.shape, spec.dtype), item)
 
 
 def min_rows(agent_config: ConfigDict, add_batch_size: int, sequence_length: int) -> int:
@@ -114,25 +133,34 @@ def min_rows(agent_config: ConfigDict, add_batch_size: int, sequence_length: int
     return max(sequence_length, agent_config.min_replay_size // add_batch_size)
 
 
-def _items(trajectory: Trajectory) -> dict:
-    """A trajectory's first T timesteps with their actions, batch-major `[B, T, ...]` as flashbax adds them."""
-    items = {"timestep": jax.tree.map(lambda x: x[:-1], trajectory.timestep), "action": trajectory.action}
-    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), items)
+def items(trajectory: Trajectory) -> dict:
+    """A trajectory's first T timesteps with their actions and extras, batch-major `[B, T, ...]` as flashbax adds them.
+
+    The extras are those `empty_item` was shown: give a trajectory whose
+    extras the agent does not keep `extras={}`.
+    """
+    timestep = jax.tree.map(lambda x: x[:-1], trajectory.timestep)
+    item = {"timestep": timestep, "action": trajectory.action, "extras": trajectory.extras}
+    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), item)
 
 
 def add(buffer, state: Any, trajectory: Trajectory) -> Any:
     """`state` with the trajectory's T steps appended to each environment's row."""
-    return buffer.add(state, _items(trajectory))
+    return buffer.add(state, items(trajectory))
 
 
 def sample(buffer, state: Any, key: chex.PRNGKey, importance_exponent: float) -> Sample:
     """A batch of sequences as a time-major trajectory, with importance weights for a prioritised buffer."""
     drawn = buffer.sample(state, key)
-    items = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), drawn.experience)  # [L, S, ...]
-    trajectory = Trajectory(timestep=items["timestep"], action=items["action"][:-1], extras={})
+    drawn_items = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), drawn.experience)  # [L, S, ...]
+    trajectory = Trajectory(
+        timestep=drawn_items["timestep"],
+        action=drawn_items["action"][:-1],
+        extras=jax.tree.map(lambda x: x[:-1], drawn_items["extras"]),
+    )
     probabilities = getattr(drawn, "probabilities", None)
     if probabilities is None:
-        size = jax.tree.leaves(items)[0].shape[1]
+        size = jax.tree.leaves(drawn_items)[0].shape[1]
         return Sample(trajectory, jnp.zeros(size, jnp.int32), jnp.ones(size))
     return Sample(trajectory, drawn.indices, importance_weights(probabilities, importance_exponent))
 
@@ -151,3 +179,105 @@ def set_priorities(buffer, state: Any, indices: chex.Array, priorities: chex.Arr
     if not hasattr(buffer, "set_priorities"):
         return state
     return buffer.set_priorities(state, indices, priorities)
+
+
+@struct.dataclass
+class Replay:
+    """The replay part of a learner state, one per device (wrapped in `PerDevice`)."""
+
+    buffer: Any  # The flashbax buffer's state.
+    staged: Any  # Items `[rows, T, ...]` of this update's earlier learn calls; None with one call per update.
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySetup:
+    """What an agent's replay loop is built from (`setup`): static, read from the config."""
+
+    buffer: Any  # The flashbax buffer.
+    rows: int  # Environments per device and update: the buffer's rows.
+    learn_calls_per_update: int  # Sequential `learn` calls sharing those rows (Sebulba's learner_minibatches).
+    unroll_length: int  # Steps each rollout adds per row.
+    min_rows: int  # Items per row before the first sampled update.
+    replay_ratio: int  # Gradient steps per `learn` call.
+    importance_exponent: float
+
+
+def setup(config: ConfigDict, sequence_length: int) -> ReplaySetup:
+    """The buffer and replay loop `config.agent`'s replay fields describe, sampling sequences of `sequence_length`."""
+    rows = environments_per_learner_device(config)
+    agent_config = config.agent
+    return ReplaySetup(
+        buffer=make_buffer(agent_config, rows, sequence_length),
+        rows=rows,
+        learn_calls_per_update=learn_calls_per_update(config),
+        unroll_length=config.unroll_length,
+        min_rows=min_rows(agent_config, rows, sequence_length),
+        replay_ratio=agent_config.replay_ratio,
+        importance_exponent=agent_config.importance_exponent,
+    )
+
+
+def init(replay: ReplaySetup, observation_spec: Any, action: jax.ShapeDtypeStruct, extras: Any = None) -> PerDevice:
+    """An empty buffer for items of these specs (see `empty_item`), as the agent's per-device learner state."""
+    item = empty_item(observation_spec, action, extras)
+    staged = None
+    if replay.learn_calls_per_update > 1:
+        staged = jax.tree.map(lambda x: jnp.zeros((replay.rows, replay.unroll_length) + x.shape, x.dtype), item)
+    return PerDevice(Replay(replay.buffer.init(item), staged))
+
+
+def _store(replay: ReplaySetup, state: Replay, trajectory: Trajectory, learn_calls: chex.Array) -> Replay:
+    """`state` with the call's rollout added, or staged until the update's last `learn` call adds them all."""
+    new_items = items(trajectory)
+    calls = replay.learn_calls_per_update
+    if calls == 1:
+        return state.replace(buffer=replay.buffer.add(state.buffer, new_items))
+    call = learn_calls % calls
+    offset = call * (replay.rows // calls)
+    staged = jax.tree.map(
+        lambda s, x: jax.lax.dynamic_update_slice_in_dim(s, x, offset, axis=0), state.staged, new_items
+    )
+    buffer = jax.lax.cond(call == calls - 1, lambda: replay.buffer.add(state.buffer, staged), lambda: state.buffer)
+    return Replay(buffer, staged)
+
+
+GradientStep = Callable[[Any, Sample, str | None], tuple[Any, dict, chex.Array]]
+"""`(learner_state, sample, axis_name) -> (learner_state, metrics, priorities [S])`: one update from sampled sequences."""
+
+
+def make_learn(replay: ReplaySetup, gradient_step: GradientStep) -> Callable:
+    """An agent's `learn` around its `gradient_step`: add the rollout, then `replay_ratio` sampled gradient steps.
+
+    The learner state has fields `replay` (from `init`) and `learn_calls` (an
+    int32 count, which this increments). Each device samples its own buffer;
+    `gradient_step` averages over devices. Until every row holds `min_rows`
+    items, `learn` only adds, and its metrics are zeros. A prioritised
+    buffer's sampled items take the priorities `gradient_step` returns.
+    """
+
+    def one_step(state: Any, key: chex.PRNGKey, axis_name: str | None) -> tuple[Any, dict]:
+        drawn = sample(replay.buffer, state.replay.value.buffer, key, replay.importance_exponent)
+        state, metrics, priorities = gradient_step(state, drawn, axis_name)
+        buffer = set_priorities(replay.buffer, state.replay.value.buffer, drawn.indices, priorities + 1e-6)
+        return state.replace(replay=PerDevice(state.replay.value.replace(buffer=buffer))), metrics
+
+    def learn(state: Any, trajectory: Trajectory, key: chex.PRNGKey, axis_name: str | None = None):
+        chex.assert_axis_dimension(trajectory.action, 0, replay.unroll_length)
+        stored = _store(replay, state.replay.value, trajectory, state.learn_calls)
+        state = state.replace(replay=PerDevice(stored))
+        key = jax.random.fold_in(key, collectives.axis_index(axis_name))  # Each device samples its own buffer.
+        rows_filled = (state.learn_calls + 1) // replay.learn_calls_per_update * replay.unroll_length
+
+        def sampled_updates(state: Any) -> tuple[Any, dict]:
+            keys = jax.random.split(key, replay.replay_ratio)
+            return jax.lax.scan(lambda s, k: one_step(s, k, axis_name), state, keys)
+
+        def waiting(state: Any) -> tuple[Any, dict]:
+            shapes = jax.eval_shape(sampled_updates, state)[1]
+            return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+        state, metrics = jax.lax.cond(rows_filled >= replay.min_rows, sampled_updates, waiting, state)
+        metrics = {name: jnp.mean(value) for name, value in metrics.items()}
+        return state.replace(learn_calls=state.learn_calls + 1), metrics
+
+    return learn

@@ -38,6 +38,35 @@ def lambda_returns(rewards: chex.Array, discounts: chex.Array, values: chex.Arra
     return returns
 
 
+def n_step_returns(
+    rewards: chex.Array, discounts: chex.Array, values: chex.Array, lambdas: chex.Array, n: int
+) -> chex.Array:
+    """n-step returns from each of the first T - n + 1 steps (Sutton & Barto 2018, eq. 7.1).
+
+    G_t = r_t + d_t r_{t+1} + ... + d_t...d_{t+n-2} r_{t+n-1} + d_t...d_{t+n-1} v_{t+n},
+
+    cut where an episode ends inside the n steps (`lambdas[t] = 0`): there the
+    return bootstraps from the value of the state reached, as `lambda_returns`
+    over the window of n steps with lambda 1 inside the episode.
+
+    Args:
+      rewards, discounts, lambdas: `[T, B]`.
+      values: `[T + 1, B]`.
+      n: steps of real reward, at most T.
+    Returns:
+      `[T - n + 1, B]` returns G_0..G_{T-n}.
+    """
+    chex.assert_equal_shape([rewards, discounts, lambdas])
+    chex.assert_equal_shape([values[1:], rewards])
+    windows = range(rewards.shape[0] - n + 1)
+    return jnp.stack(
+        [
+            lambda_returns(rewards[t : t + n], discounts[t : t + n], values[t : t + n + 1], lambdas[t : t + n])[0]
+            for t in windows
+        ]
+    )
+
+
 def generalized_advantages(
     rewards: chex.Array, discounts: chex.Array, values: chex.Array, lambdas: chex.Array
 ) -> chex.Array:

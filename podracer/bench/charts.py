@@ -22,6 +22,7 @@ FILE_NAMES = {
     "pipeline": "pipeline.png",
     "suites": "suites.png",
     "population": "population.png",
+    "muzero": "muzero.png",
 }
 PANEL_INCHES = (5.5, 4.0)
 
@@ -70,9 +71,40 @@ def actor_batch(rows: Sequence[Row]) -> Any:
 
 def sebulba_scaling(rows: Sequence[Row]) -> Any:
     """Figure 4c: frames/s for each actor + learner split of the devices, and against replicas (with linear)."""
+    splits, replicas = _scaling_rows(rows)
+    figure, axes = _panels(int(bool(splits)) + int(bool(replicas)))
+    _scaling_panels(axes, splits, replicas)
+    return _finish(figure, f"Figure 4c: Sebulba scaling, {_subject(rows)}")
+
+
+def muzero(rows: Sequence[Row]) -> Any:
+    """MuZero on Sebulba: figure 4c's panels, and frames/s against the simulations per action."""
+    splits, replicas = _scaling_rows(rows)
+    simulations = sorted((row for row in rows if row.sweep == "simulations"), key=lambda row: row.simulations)
+    figure, axes = _panels(int(bool(splits)) + int(bool(replicas)) + int(bool(simulations)))
+    _scaling_panels(axes[: len(axes) - int(bool(simulations))], splits, replicas)
+    if simulations:
+        ax = axes[-1]
+        counts = [row.simulations for row in simulations]
+        _errorbar(ax, counts, simulations, label=None)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts, [str(n) for n in counts])
+        ax.minorticks_off()
+        ax.set_xlabel(f"simulations per action ({simulations[0].actor_devices} actor + 1 learner device)")
+        ax.set_ylabel(simulations[0].unit)
+        ax.set_ylim(bottom=0)
+        ax.set_title("search cost")
+    return _finish(figure, f"MuZero on Sebulba, {_subject(rows)}")
+
+
+def _scaling_rows(rows: Sequence[Row]) -> tuple[list[Row], list[Row]]:
     splits = [row for row in rows if row.sweep == "device_split"]
     replicas = sorted((row for row in rows if row.sweep == "replicas"), key=lambda row: row.replicas)
-    figure, axes = _panels(int(bool(splits)) + int(bool(replicas)))
+    return splits, replicas
+
+
+def _scaling_panels(axes: Sequence[Any], splits: Sequence[Row], replicas: Sequence[Row]) -> None:
+    """The device-split panel (first axis) and the replicas panel (last), for those with rows."""
     if splits:
         ax = axes[0]
         labels = [f"{row.actor_devices}+{row.learner_devices}" for row in splits]
@@ -93,7 +125,6 @@ def sebulba_scaling(rows: Sequence[Row]) -> Any:
         ax.set_ylabel(f"{replicas[0].unit}, whole job")
         ax.set_ylim(bottom=0)
         ax.set_title("replicas (dashed: linear)")
-    return _finish(figure, f"Figure 4c: Sebulba scaling, {_subject(rows)}")
 
 
 def pipeline_efficiency(rows: Sequence[Row]) -> Any:
@@ -157,6 +188,7 @@ CHARTS: dict[str, Callable[[Sequence[Row]], Any]] = {
     "pipeline": pipeline_efficiency,
     "suites": suites,
     "population": population,
+    "muzero": muzero,
 }
 
 

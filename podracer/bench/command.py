@@ -17,7 +17,18 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 
-from podracer.bench import anakin_scaling, charts, launch, machine, pipeline, population, report, sebulba, suites
+from podracer.bench import (
+    anakin_scaling,
+    charts,
+    launch,
+    machine,
+    muzero,
+    pipeline,
+    population,
+    report,
+    sebulba,
+    suites,
+)
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread, spread
 from podracer.cli import UsageError, count
@@ -35,10 +46,11 @@ PLANS = {
     "pipeline": pipeline.plan,
     "suites": suites.plan,
     "population": population.plan,
+    "muzero": muzero.plan,
 }
 FIGURES = tuple(PLANS)
 USAGE = (
-    "usage: podracer bench [--figures 4a,4b,4c,pipeline,suites,population] [--repeats N] [--quick] [--out DIR] [--cpu] "
+    "usage: podracer bench [--figures 4a,4b,4c,pipeline,suites,population,muzero] [--repeats N] [--quick] [--out DIR] [--cpu] "
     "[--devices N] [--sebulba-env pong|cartpole]"
 )
 

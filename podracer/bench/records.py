@@ -80,6 +80,7 @@ SWEPT = {
     "device_split": ("actor_devices", "learner_devices"),
     "replicas": ("replicas",),
     "members": ("members",),
+    "simulations": ("simulations",),
     "pipeline": ("env",),
     "config": (),
 }
@@ -89,7 +90,7 @@ SWEPT = {
 class Point:
     """One point of one figure, before it is measured."""
 
-    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population.
+    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population, muzero.
     sweep: str  # What the figure varies at this point: one of SWEPT.
     benchmark: str  # The config's name (configs/NAME.py), or envpool_random_actions.
     launch: Launch
@@ -121,6 +122,7 @@ class Row:
     envs_per_thread: int | None = None
     unroll_length: int | None = None
     num_envs: int | None = None  # Anakin: environments over every device (each member's, in a population).
+    simulations: int | None = None  # A search agent's simulations per action (MuZero).
     median: float
     min: float
     max: float

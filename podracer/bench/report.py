@@ -73,7 +73,8 @@ def setting(row: Row) -> str:
         else "1 device shared by actors and learner"
     )
     replicas = f"{row.replicas} replicas x " if row.replicas > 1 else ""
-    return f"{replicas}{devices}, {threads}"
+    search = f", {row.simulations} simulations" if row.simulations else ""
+    return f"{replicas}{devices}, {threads}{search}"
 
 
 def _cell(name: str, value: object) -> object:

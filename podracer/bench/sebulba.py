@@ -62,18 +62,23 @@ def plan_actor_batch(setup: Setup) -> list[Point]:
 
 def plan_scaling(setup: Setup) -> list[Point]:
     """Figure 4c: every actor + learner split of the devices, then 1, 2, 4 replicas of one actor + one learner."""
-    points = []
     name, base = benchmark(setup.sebulba_env, on_cpu=setup.forced_cpu)
+    _, replica_base = benchmark(setup.sebulba_env, on_cpu=True)  # A local pod runs on forced CPU devices.
+    return scaling_points(setup, "4c", name, base, replica_base)
+
+
+def scaling_points(setup: Setup, figure: str, name: str, base: Mapping[str, Any], replica_base: Mapping[str, Any]):
+    """Config `name` on every actor + learner split of the devices (with `base`), then on 1, 2, 4 replicas."""
+    points = []
     devices = max(2, setup.max_devices) if setup.forced_cpu else setup.max_devices
     if devices >= 2:  # One accelerator cannot be split.
         envs = configs.load_named(name, base).envs_per_thread
         for actors in range(1, devices):  # Each actor thread's batch is split evenly over the learners.
             overrides = {**base, **split(actors, devices), "envs_per_thread": round_up(envs, devices - actors)}
-            points.append(point(setup, "4c", "device_split", name, overrides, devices))
-    name, base = benchmark(setup.sebulba_env, on_cpu=True)  # A local pod runs on forced CPU devices.
+            points.append(point(setup, figure, "device_split", name, overrides, devices))
     for replicas in QUICK_REPLICAS if setup.quick else REPLICAS:
-        overrides = {**base, **split(1, DEVICES_PER_REPLICA)}
-        points.append(point(setup, "4c", "replicas", name, overrides, DEVICES_PER_REPLICA, replicas=replicas))
+        overrides = {**replica_base, **split(1, DEVICES_PER_REPLICA)}
+        points.append(point(setup, figure, "replicas", name, overrides, DEVICES_PER_REPLICA, replicas=replicas))
     return points
 
 
@@ -136,6 +141,7 @@ def point(
         "actor_threads": config.actor_threads_per_device,
         "envs_per_thread": config.envs_per_thread,
         "unroll_length": config.unroll_length,
+        "simulations": config.agent.get("num_simulations"),  # A search agent's; None for the others.
     }
     return Point(figure, sweep, name, launch, task, columns)
 

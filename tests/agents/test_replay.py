@@ -1,9 +1,12 @@
 """The device replay buffer: what sampling returns after adds that wrap around, and prioritised sampling."""
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import struct
 from ml_collections import ConfigDict
 
 from podracer.agents import replay
@@ -89,3 +92,55 @@ def test_prioritised_sampling_follows_priority_to_the_exponent():
     # Importance weights are (P(i))^-beta over their maximum: the rarest item has weight 1.
     probabilities = expected[np.searchsorted(indices, drawn)]
     np.testing.assert_allclose(sample.weights, (probabilities / probabilities.min()) ** -0.4, rtol=1e-4)
+
+
+@struct.dataclass
+class Learner:
+    replay: Any
+    learn_calls: jax.Array
+
+
+def replay_setup(learn_calls_per_update: int) -> replay.ReplaySetup:
+    return replay.ReplaySetup(
+        buffer=replay.make_buffer(agent_config(buffer_size=2 * B * ROW), B * 2, 3),
+        rows=B * 2,
+        learn_calls_per_update=learn_calls_per_update,
+        unroll_length=T,
+        min_rows=ROW,  # Never samples: this checks what is added.
+        replay_ratio=1,
+        importance_exponent=0.4,
+    )
+
+
+def wide_trajectory(first_step: int) -> Trajectory:
+    """`trajectory` over 2 B environments: environment e of the second half is environment e + B."""
+    half = trajectory(first_step)
+    shifted = jax.tree.map(lambda x: x + 1000 * B if x.dtype != jnp.int32 or x.ndim == 2 else x, half)
+    shifted = shifted.replace(timestep=shifted.timestep.replace(step_type=half.timestep.step_type))
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=1), half, shifted)
+
+
+def test_learn_calls_that_split_an_update_add_the_same_rows_as_one_call():
+    """With Sebulba's learner_minibatches = 2, each call holds half the environments: the buffer must get whole rows."""
+
+    def gradient_step(state, drawn, axis_name):
+        return state, {"loss": jnp.float32(0)}, jnp.zeros(drawn.indices.shape)
+
+    states = {}
+    for calls in (1, 2):
+        setup = replay_setup(calls)
+        learn = jax.jit(replay.make_learn(setup, gradient_step))
+        item_spec = (jax.ShapeDtypeStruct((1,), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32))
+        state = Learner(replay.init(setup, *item_spec), jnp.int32(0))
+        for rollout in range(3):  # The third wraps around rows of ROW.
+            whole = wide_trajectory(rollout * T)
+            for call in range(calls):
+                part = jax.tree.map(lambda x, c=call: x[:, c * 2 * B // calls : (c + 1) * 2 * B // calls], whole)
+                state, _ = learn(state, part, jax.random.key(0))
+                if calls == 2 and call == 0:  # Staged, not yet added: the rows stay unbroken.
+                    assert int(state.replay.value.buffer.current_index) == rollout * T % ROW
+        states[calls] = state
+    one, two = states[1].replay.value.buffer, states[2].replay.value.buffer
+    assert int(two.current_index) == 3 * T % ROW and int(states[2].learn_calls) == 6
+    for a, b in zip(jax.tree.leaves(one.experience), jax.tree.leaves(two.experience), strict=True):
+        np.testing.assert_array_equal(a, b)

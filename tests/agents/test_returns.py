@@ -275,3 +275,30 @@ def test_vtrace_on_policy_is_lambda_return_and_gae(lam):
     expected = np.asarray(lambda_returns(*(jnp.asarray(a) for a in (rewards, discounts, values, lambdas))), np.float64)
     np.testing.assert_allclose(vs, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(pg, expected - values[:-1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_n_step_returns_are_the_sums_of_n_rewards_cut_at_episode_ends(n):
+    """Against the term-by-term sum of eq. 7.1 on the reference trajectory (a termination, a truncation, resets)."""
+    trajectory = make_trajectory(seed=n)
+    rewards, discounts, _, lambdas = np_transitions(trajectory, 0.9, 1.0)
+    steps, batch = rewards.shape
+    values = np.random.default_rng(n).normal(size=(steps + 1, batch))
+    got = returns.n_step_returns(
+        jnp.asarray(rewards, jnp.float32),
+        jnp.asarray(discounts, jnp.float32),
+        jnp.asarray(values, jnp.float32),
+        jnp.asarray(lambdas, jnp.float32),
+        n,
+    )
+    assert got.shape == (steps - n + 1, batch)
+    for start in range(steps - n + 1):
+        for b in range(batch):
+            total, scale = 0.0, 1.0
+            for t in range(start, start + n):
+                total += scale * rewards[t, b]
+                scale *= discounts[t, b]
+                if lambdas[t, b] == 0.0 or t == start + n - 1:  # The episode ends at t + 1, or n rewards are in.
+                    total += scale * values[t + 1, b]
+                    break
+            np.testing.assert_allclose(got[start, b], total, rtol=1e-5, atol=1e-5)

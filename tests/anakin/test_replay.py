@@ -28,7 +28,7 @@ def test_each_device_buffer_holds_the_steps_of_its_own_environments():
     for n in (1, 2):  # buffer_size is per device: rows of 100 items either way.
         size = {"agent.buffer_size": 400 // n, "agent.min_replay_size": 400 // n}
         config = load_config("anakin_cartpole_dqn", num_devices=n, **fields, **size)
-        buffers[n] = podracer.train(config).learner_state.buffer.value
+        buffers[n] = podracer.train(config).learner_state.replay.value.buffer
     one, two = buffers[1].experience, buffers[2].experience
     observations = two["timestep"].observation
     assert observations.shape[:3] == (2, 2, 100)  # [devices, environments per device, items per row].
@@ -86,7 +86,7 @@ def test_prioritised_dqn_sets_each_sampled_sequences_priority_from_its_td_error(
         "agent.prioritised": True,
     }
     result = podracer.train(load_config("anakin_cartpole_dqn", num_devices=1, **fields))
-    buffer = result.learner_state.buffer.value
+    buffer = result.learner_state.replay.value.buffer
     tree = buffer.sum_tree_state
     leaves = np.asarray(tree.nodes)[0, -tree.capacity :]  # The one device's priorities, one per item.
     written = leaves[leaves > 0]

@@ -4,7 +4,7 @@ import pytest
 
 from podracer import plot
 from podracer.bench import charts, command
-from tests.bench.rows import population_row
+from tests.bench.rows import muzero_row, population_row
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -31,3 +31,22 @@ def test_the_population_chart_is_written_as_a_png(tmp_path):
     charts.draw("population", [population_row(1, 500_000.0), population_row(8, 600_000.0)], str(path))
     data = path.read_bytes()
     assert data[:8] == PNG_SIGNATURE and 10_000 < len(data) < 2_000_000
+
+
+def test_the_muzero_chart_draws_the_device_split_the_replicas_and_the_simulations():
+    rows = [
+        muzero_row("device_split", 4_000.0),
+        muzero_row("replicas", 5_000.0, replicas=2),
+        muzero_row("replicas", 3_000.0, replicas=1),
+        muzero_row("simulations", 2_000.0, simulations=32),
+        muzero_row("simulations", 4_000.0, simulations=4),
+    ]
+    figure = charts.muzero(rows)
+    split, replicas, simulations = figure.axes
+    assert [tick.get_text() for tick in split.get_xticklabels()] == ["1+1"]
+    assert list(replicas.lines[0].get_xdata()) == [1, 2] and list(replicas.lines[-1].get_ydata()) == [3_000, 6_000]
+    assert list(simulations.lines[0].get_xdata()) == [4, 32] and list(simulations.lines[0].get_ydata()) == [
+        4_000,
+        2_000,
+    ]
+    plot.pyplot().close(figure)

@@ -38,7 +38,7 @@ def test_quick_repeats_once_on_cartpole_unless_told_otherwise(tmp_path):
 
 
 def test_the_opt_in_figures_run_only_when_named():
-    assert {"suites", "population"} <= set(command.FIGURES) - set(command.DEFAULT_FIGURES)
+    assert {"suites", "population", "muzero"} <= set(command.FIGURES) - set(command.DEFAULT_FIGURES)
     assert command.parse_arguments(["--figures", "population,4a"]).figures == ("4a", "population")
 
 
@@ -49,7 +49,7 @@ def write_results(folder):
 
 
 BAD = [
-    (["--figures", "4d"], ["--figures '4d'", "4a,4b,4c,pipeline,suites,population"]),
+    (["--figures", "4d"], ["--figures '4d'", "4a,4b,4c,pipeline,suites,population,muzero"]),
     (["--figures="], ["--figures ''"]),
     (["--repeats", "0"], ["--repeats '0'", "at least 1"]),
     (["--repeats=three"], ["--repeats 'three'"]),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from podracer.bench import anakin_scaling, configs, launch, pipeline, population, sebulba, suites
+from podracer.bench import anakin_scaling, configs, launch, muzero, pipeline, population, sebulba, suites
 from podracer.bench.records import EnvpoolRun, Launch, Setup, task_from_json, task_to_json
 
 CPU_QUICK = Setup(quick=True, forced_cpu=True, max_devices=2, sebulba_env="cartpole")
@@ -126,3 +126,18 @@ def test_only_population_points_have_members():
 def test_tasks_travel_as_json():
     for point in [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population.plan(CPU_FULL)]:
         assert task_from_json(task_to_json(point.task)) == point.task
+
+
+def test_muzero_scales_like_figure_4c_then_sweeps_the_simulations_learning_from_the_first_updates():
+    points = muzero.plan(CPU_FULL)
+    assert [p.label() for p in points] == [
+        "muzero sebulba_cartpole_muzero actor_devices=1 learner_devices=3",
+        "muzero sebulba_cartpole_muzero actor_devices=2 learner_devices=2",
+        "muzero sebulba_cartpole_muzero actor_devices=3 learner_devices=1",
+        *[f"muzero sebulba_cartpole_muzero replicas={n}" for n in (1, 2, 4)],
+        *[f"muzero sebulba_cartpole_muzero simulations={n}" for n in muzero.SIMULATIONS],
+    ]
+    assert all(p.task.overrides["agent.min_replay_size"] == 1 for p in points)
+    assert {p.launch for p in points if p.sweep == "simulations"} == {Launch(2, cpu_threads=0)}
+    quick = muzero.plan(CPU_QUICK)
+    assert [p.columns["simulations"] for p in quick if p.sweep == "simulations"] == list(muzero.QUICK_SIMULATIONS)

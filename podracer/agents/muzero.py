@@ -1,0 +1,203 @@
+"""MuZero: planning with a learned model, acting by tree search (mctx), learning from sequences in a replay buffer.
+
+Schrittwieser et al. (2020), "Mastering Atari, Go, Chess and Shogi by Planning
+with a Learned Model", without Reanalyse, as the Podracer paper (Hessel et
+al. 2021, Section 4) runs it on Sebulba. The model (`muzero_model`) unrolls
+K steps from the observation at t along the actions taken; at every step
+k = 0..K it predicts a policy p^k and a value v^k, and after every action a
+reward r^k. The loss (eq. 1) sums, over k,
+
+    l^p(pi_{t+k}, p^k) + value_cost * l^v(z_{t+k}, v^k) + l^r(u_{t+k}, r^k)   (l^r from k = 1),
+
+where pi is the search policy acting stored (`search`, the extras of `act`),
+u the observed reward, and z the n-step return (Appendix G)
+
+    z_t = u_{t+1} + gamma u_{t+2} + ... + gamma^{n-1} u_{t+n} + gamma^n nu_{t+n},
+
+bootstrapped from the root value nu of the search acting ran at t + n (also
+stored), and cut where the episode ends, with the environment's discount
+there (`returns.n_step_returns`). Each l is a cross-entropy: the policy
+against pi, value and reward against the two-hot projections of z and u on
+the support (`support`). Steps past the end of the sampled episode are
+masked. As in the paper's pseudocode, each step k >= 1 weighs 1/K and the
+gradient into the dynamics' latent input is halved, so the total gradient
+stays the same whatever K is.
+
+Each `learn` call adds its rollout to the buffer and takes `replay_ratio`
+gradient steps on batches of sequences of K + n + 1 transitions
+(`replay.make_learn`); a prioritised buffer samples by |v^0 - z_t|. On
+Sebulba, `learner_minibatches = N` splits each update's rollouts into N
+learn calls, N times the gradient steps per frame: the paper's way to keep
+data efficiency as acting scales.
+"""
+
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from ml_collections import ConfigDict
+
+from podracer import collectives, field_checks
+from podracer.agents import muzero_model, registry, replay, search, support
+from podracer.agents.agent import Agent
+from podracer.agents.networks import NetworkParams
+from podracer.agents.optimizer import make_optimizer
+from podracer.agents.returns import n_step_returns
+from podracer.agents.trajectory import transitions
+from podracer.envs.timestep import LAST
+from podracer.per_device import PerDevice
+
+
+def defaults() -> ConfigDict:
+    return ConfigDict(
+        {
+            "gamma": 0.997,
+            "n_step": 10,  # Steps of real reward in a value target (Appendix G: 10 for Atari).
+            "unroll_steps": 5,  # K: steps the model is unrolled in the loss (Appendix G: 5).
+            "support_size": 10,  # S: values and rewards are distributions over h-transformed -S..S.
+            "value_cost": 0.25,  # Weight of the value loss (the paper's Reanalyse settings; 1 in eq. 1).
+            "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip].
+            **search.DEFAULTS,
+            **replay.DEFAULTS,
+        }
+    )
+
+
+def validate(config: ConfigDict) -> None:
+    field_checks.fraction(config, "agent.gamma", example=0.997)
+    field_checks.integer(config, "agent.n_step", at_least=1, example=10)
+    field_checks.integer(config, "agent.unroll_steps", at_least=1, example=5)
+    field_checks.integer(config, "agent.support_size", at_least=1, example=10)
+    field_checks.number(config, "agent.value_cost", example=0.25, at_least=0.0)
+    field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
+    search.validate(config)
+    replay.validate(config)
+
+
+@struct.dataclass
+class MuZeroState:
+    params: NetworkParams  # The model: representation, dynamics and prediction.
+    opt_state: Any
+    replay: PerDevice  # Each device's own `replay.Replay`, keeping the search policy and root value of every step.
+    learn_calls: chex.Array  # int32: `learn` calls so far.
+
+
+def scale_gradient(x: chex.Array, scale: float) -> chex.Array:
+    """`x` forward, `scale` times its gradient backward (the paper's pseudocode `scale_gradient`)."""
+    return x * scale + jax.lax.stop_gradient(x) * (1.0 - scale)
+
+
+def cross_entropy(target_probabilities: chex.Array, logits: chex.Array) -> chex.Array:
+    """-sum_i target_i log softmax(logits)_i over the last axis."""
+    return -jnp.sum(target_probabilities * jax.nn.log_softmax(logits), axis=-1)
+
+
+class Targets(struct.PyTreeNode):
+    """What the unrolled model is trained towards, per unroll step and sequence."""
+
+    policies: chex.Array  # [K + 1, S, A] the search policies pi_{t+k}.
+    values: chex.Array  # [K + 1, S] the n-step returns z_{t+k}.
+    rewards: chex.Array  # [K, S] the rewards u_{t+k+1} after each action of the unroll.
+    in_episode: chex.Array  # [K + 1, S] 1 where step t + k is a decision of the episode of step t.
+
+
+def targets(sample_trajectory: Any, agent_config: ConfigDict) -> Targets:
+    """The unroll's targets from a sampled sequence of K + n + 1 transitions (timesteps `[K + n + 2, S]`)."""
+    unroll, n = agent_config.unroll_steps, agent_config.n_step
+    step_type = sample_trajectory.timestep.step_type
+    chex.assert_axis_dimension(step_type, 0, unroll + n + 2)
+    tr = transitions(sample_trajectory, agent_config.gamma, agent_config.reward_clip)
+    window = unroll + n
+    values = n_step_returns(
+        tr.rewards[:window],
+        tr.discounts[:window],
+        sample_trajectory.extras["root_value"][: window + 1],
+        tr.lambdas(1.0)[:window],
+        n,
+    )
+    # A LAST timestep is followed by the next episode's FIRST: step k is in the episode while no step before it is LAST.
+    decisions = (step_type[: unroll + 1] != LAST).astype(jnp.float32)
+    return Targets(
+        policies=sample_trajectory.extras["search_policy"][: unroll + 1],
+        values=values,
+        rewards=tr.rewards[:unroll],
+        in_episode=jnp.cumprod(decisions, axis=0),
+    )
+
+
+def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict) -> tuple[chex.Array, tuple]:
+    """The importance-weighted unrolled loss (module docstring); aux `(metrics, priorities [S])`."""
+    trajectory = sample.trajectory
+    target = jax.lax.stop_gradient(targets(trajectory, agent_config))
+    unroll = agent_config.unroll_steps
+    support_size = agent_config.support_size
+    latent = muzero_model.represent(params, jax.tree.map(lambda x: x[0], trajectory.timestep.observation))
+    policy_loss, value_loss, reward_loss = [], [], []
+    for k in range(unroll + 1):
+        policy_logits, value_logits = muzero_model.predict(params, latent)
+        policy_loss.append(cross_entropy(target.policies[k], policy_logits))
+        value_loss.append(cross_entropy(support.to_categorical(target.values[k], support_size), value_logits))
+        if k == 0:
+            first_value = support.to_scalar(value_logits)
+        if k < unroll:
+            latent, reward_logits = muzero_model.dynamics(params, scale_gradient(latent, 0.5), trajectory.action[k])
+            reward_loss.append(cross_entropy(support.to_categorical(target.rewards[k], support_size), reward_logits))
+    step_weights = jnp.array([1.0] + [1.0 / unroll] * unroll)[:, None]  # [K + 1, 1]
+    in_episode = target.in_episode * step_weights
+    policy = jnp.sum(in_episode * jnp.stack(policy_loss), axis=0)
+    value = jnp.sum(in_episode * jnp.stack(value_loss), axis=0)
+    # The reward of step k + 1 follows the action at step k: real while step k is in the episode.
+    reward = jnp.sum(target.in_episode[:-1] * step_weights[1:] * jnp.stack(reward_loss), axis=0)
+    per_sequence = policy + agent_config.value_cost * value + reward
+    total = jnp.mean(sample.weights * per_sequence)
+    metrics = {
+        "loss": total,
+        "policy_loss": jnp.mean(policy),
+        "value_loss": jnp.mean(value),
+        "reward_loss": jnp.mean(reward),
+        "value_target": jnp.mean(target.values[0]),
+    }
+    priorities = jnp.abs(jax.lax.stop_gradient(first_value) - target.values[0]) * target.in_episode[0]
+    return total, (metrics, priorities)
+
+
+def build(config: ConfigDict, num_updates: int) -> Agent:
+    agent_config = config.agent
+    sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
+    replay_setup = replay.setup(config, sequence_length)
+    optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
+
+    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
+        model = muzero_model.make_model(config.network, observation_spec, action_spec, agent_config.support_size)
+        params = muzero_model.init(key, model, observation_spec)
+        extras = {
+            "search_policy": jax.ShapeDtypeStruct((action_spec.num_values,), jnp.float32),
+            "root_value": jax.ShapeDtypeStruct((), jnp.float32),
+        }
+        return MuZeroState(
+            params=params,
+            opt_state=optimizer.init(params),
+            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((), jnp.int32), extras),
+            learn_calls=jnp.int32(0),
+        )
+
+    def gradient_step(state: MuZeroState, sample: replay.Sample, axis_name) -> tuple[MuZeroState, dict, chex.Array]:
+        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, agent_config), axis_name)
+        grads, (metrics, priorities) = grad_fn(state.params, sample)
+        grads, metrics = collectives.mean((grads, metrics), axis_name)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        state = state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+        return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
+
+    return Agent(
+        init=init,
+        act=search.make_act(agent_config, agent_config.gamma),
+        learn=replay.make_learn(replay_setup, gradient_step),
+        acting_params=lambda state: state.params,
+    )
+
+
+registry.register("muzero", defaults=defaults, build=build, validate=validate)

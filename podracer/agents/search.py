@@ -1,0 +1,138 @@
+"""Acting by Monte Carlo tree search in a learned model, with mctx: MuZero's `act`.
+
+Each environment's action comes from a search from its own observation
+(Schrittwieser et al. 2020, Section 3 and Appendix B): the representation
+function gives the root's latent state, the prediction function its prior
+and value, and every simulation expands one node with the dynamics function
+(`mctx.RecurrentFnOutput`: predicted reward, gamma as the discount, the
+prior and value of the new latent state). Values and rewards are the
+scalars of the model's categorical predictions (`support.to_scalar`).
+
+Two searches, chosen by `agent.search`:
+- `"muzero"`: `mctx.muzero_policy`, pUCT selection with Dirichlet noise at
+  the root; the action is sampled from the root's visit counts at
+  `temperature`, and the search policy is those visit counts, normalised.
+- `"gumbel"`: `mctx.gumbel_muzero_policy` (Danihelka et al. 2022, "Policy
+  improvement by planning with Gumbel"), Sequential Halving over
+  `max_num_considered_actions` Gumbel-sampled actions at the root; the search
+  policy is the improved policy softmax(logits + sigma(completed Q)). mctx
+  recommends it for few simulations: it improves the policy even with 2.
+
+`act` returns the search policy and the root's search value as its extras;
+MuZero learns its policy from the first and bootstraps its value targets
+from the second. Every environment searches with its own key (the search is
+vmapped over environments), so its action does not depend on the batch.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+from ml_collections import ConfigDict
+
+from podracer import field_checks
+from podracer.agents import muzero_model, support
+from podracer.agents.networks import NetworkParams
+
+SEARCHES = ("muzero", "gumbel")
+
+DEFAULTS = {
+    "search": "muzero",  # One of SEARCHES: "muzero" (pUCT, visit counts) or "gumbel" (for few simulations).
+    "num_simulations": 50,
+    "temperature": 1.0,  # muzero: actions are sampled from visit counts ** (1 / temperature).
+    "dirichlet_alpha": 0.25,  # muzero: the root's exploration noise (Appendix C: 0.25 for Atari).
+    "dirichlet_fraction": 0.25,
+    "pb_c_init": 1.25,  # muzero: pUCT's exploration constants (Appendix B, eq. 2).
+    "pb_c_base": 19652.0,
+    "max_num_considered_actions": 16,  # gumbel: actions Sequential Halving starts from.
+    "gumbel_scale": 1.0,  # gumbel: 0 makes the search deterministic.
+}
+"""The search fields of `config.agent`."""
+
+
+def validate(config: ConfigDict) -> None:
+    """Static checks of the search fields (the `DEFAULTS` keys in `config.agent`)."""
+    field_checks.choice(config, "agent.search", SEARCHES)
+    field_checks.integer(config, "agent.num_simulations", at_least=1, example=50)
+    field_checks.number(config, "agent.temperature", example=1.0, above=0.0)
+    field_checks.number(config, "agent.dirichlet_alpha", example=0.25, above=0.0)
+    field_checks.fraction(config, "agent.dirichlet_fraction", example=0.25)
+    field_checks.number(config, "agent.pb_c_init", example=1.25, above=0.0)
+    field_checks.number(config, "agent.pb_c_base", example=19652.0, above=0.0)
+    field_checks.integer(config, "agent.max_num_considered_actions", at_least=1, example=16)
+    field_checks.number(config, "agent.gumbel_scale", example=1.0, at_least=0.0)
+
+
+def recurrent_fn(gamma: float) -> Callable:
+    """mctx's `recurrent_fn`: one step of the learned model from the latent states `embedding` `[N, ...]`."""
+
+    def step(params: NetworkParams, key: chex.PRNGKey, action: chex.Array, embedding: chex.Array):
+        del key  # The model is deterministic.
+        latent, reward_logits = muzero_model.dynamics(params, embedding, action)
+        prior_logits, value_logits = muzero_model.predict(params, latent)
+        output = mctx.RecurrentFnOutput(
+            reward=support.to_scalar(reward_logits),
+            discount=jnp.full(action.shape, gamma, jnp.float32),
+            prior_logits=prior_logits,
+            value=support.to_scalar(value_logits),
+        )
+        return output, latent
+
+    return step
+
+
+def root(params: NetworkParams, observation: Any) -> mctx.RootFnOutput:
+    """The search's root for observations `[N, ...]`: their latent states, prior logits and values."""
+    latent = muzero_model.represent(params, observation)
+    prior_logits, value_logits = muzero_model.predict(params, latent)
+    return mctx.RootFnOutput(prior_logits=prior_logits, value=support.to_scalar(value_logits), embedding=latent)
+
+
+def search(agent_config: ConfigDict, gamma: float) -> Callable:
+    """`search(params, root, key) -> mctx.PolicyOutput`: the search `agent_config` names, over a batch of roots."""
+    step = recurrent_fn(gamma)
+
+    def run(params: NetworkParams, root_output: mctx.RootFnOutput, key: chex.PRNGKey) -> mctx.PolicyOutput:
+        if agent_config.search == "gumbel":
+            return mctx.gumbel_muzero_policy(
+                params,
+                key,
+                root_output,
+                step,
+                num_simulations=agent_config.num_simulations,
+                max_num_considered_actions=agent_config.max_num_considered_actions,
+                gumbel_scale=agent_config.gumbel_scale,
+            )
+        return mctx.muzero_policy(
+            params,
+            key,
+            root_output,
+            step,
+            num_simulations=agent_config.num_simulations,
+            dirichlet_fraction=agent_config.dirichlet_fraction,
+            dirichlet_alpha=agent_config.dirichlet_alpha,
+            pb_c_init=agent_config.pb_c_init,
+            pb_c_base=agent_config.pb_c_base,
+            temperature=agent_config.temperature,
+        )
+
+    return run
+
+
+def make_act(agent_config: ConfigDict, gamma: float) -> Callable:
+    """MuZero's `act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment."""
+    run = search(agent_config, gamma)
+
+    def act(params: NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+        def one_environment(single_observation: Any, environment_key: chex.PRNGKey):
+            batch_of_one = jax.tree.map(lambda x: x[None], single_observation)
+            output = run(params, root(params, batch_of_one), environment_key)
+            return output.action[0], output.action_weights[0], output.search_tree.summary().value[0]
+
+        action, search_policy, root_value = jax.vmap(one_environment)(observation, key)
+        return action.astype(jnp.int32), {"search_policy": search_policy, "root_value": root_value}
+
+    return act

@@ -1,0 +1,51 @@
+"""MuZero end to end: it learns Catch on Anakin and CartPole on Sebulba, and trains on 1 actor + 3 learner devices."""
+
+import json
+
+import numpy as np
+import pytest
+
+import podracer
+from tests.helpers import last_json_line, load_config, run_module
+
+
+@pytest.mark.slow  # About 25 s.
+def test_muzero_learns_catch_on_anakin():
+    result = podracer.train(load_config("anakin_catch_muzero"))
+    assert result.history[-1]["mean_episode_return"] >= 0.9
+
+
+@pytest.mark.slow  # About 60 s.
+def test_muzero_learns_cartpole_on_sebulba():
+    result = podracer.train(load_config("sebulba_cartpole_muzero"))
+    assert result.history[-1]["mean_episode_return"] >= 400
+
+
+@pytest.mark.slow  # About 40 s in a fresh process with four devices.
+def test_one_actor_three_learners_split_each_update_into_minibatch_learn_calls():
+    """Each update's 3 x 6 x 2 environments reach the learners as 12 per device, split into 2 learn calls of 6."""
+    updates, calls = 6, 2
+    overrides = {
+        "actor_device_ids": [0],
+        "learner_device_ids": [1, 2, 3],
+        "envs_per_thread": 18,
+        "unroll_length": 4,
+        "total_steps": 18 * 2 * 4 * updates,
+        "learner_minibatches": calls,
+        "log_every_updates": 1,
+        "agent.num_simulations": 4,
+        "agent.n_step": 3,
+        "agent.unroll_steps": 2,
+        "agent.batch_size": 8,
+        "agent.replay_ratio": 2,
+        "agent.buffer_size": 12 * 20,
+        "agent.min_replay_size": 12 * 8,  # Rows of 8 steps: sampling starts at the second update.
+    }
+    result = run_module("muzero_sebulba_run", json.dumps(overrides), num_devices=4, timeout=300)
+    assert result.returncode == 0, result.stderr
+    run = last_json_line(result.stdout)
+    assert run["learn_calls"] == updates * calls
+    assert run["params_devices"] == [1, 2, 3] and run["buffer_devices"] == [1, 2, 3]
+    assert run["buffer_index"] == [updates * 4 % 20] * 3  # Every device's rows got every update's steps, whole.
+    losses = np.array(run["losses"])
+    assert losses[0] == 0.0 and np.all(losses[1:] > 0) and np.all(np.isfinite(losses))  # Learning from update 2.
