@@ -108,6 +108,7 @@ def np_loss(params, drawn, config):
     return np.mean(np.asarray(drawn.weights, np.float64) * np.array(totals)), np.array(totals)
 
 
+@pytest.mark.slow  # 11 s a seed: the per-sequence NumPy loop calls the model step by step.
 @pytest.mark.parametrize("seed", [0, 1])
 def test_unrolled_loss_matches_the_numpy_sum_over_steps(seed):
     params, drawn, config = tiny_model_params(seed), sample(seed), agent_config()
@@ -162,6 +163,7 @@ class ChainModel(nn.Module):
 GOOD = 2
 
 
+@pytest.mark.slow  # 8 s: a search compiled per simulation count.
 @pytest.mark.parametrize("simulations", [6, 24])
 def test_muzero_search_visits_the_rewarding_action_most_and_its_weights_are_the_visit_counts(simulations):
     config = agent_config(num_simulations=simulations, dirichlet_fraction=0.0, temperature=1e-3)
@@ -188,6 +190,7 @@ def test_gumbel_search_picks_the_rewarding_action_and_halves_the_other_visits():
     assert visits[GOOD] == visits.max() and visits.min() == 2
 
 
+@pytest.mark.slow  # 15 s: two compilations of a vmapped search.
 def test_each_environment_searches_alone_whatever_the_batch_beside_it():
     params = tiny_model_params(4)
     act = search.make_act(agent_config(num_simulations=5), gamma=0.9)
