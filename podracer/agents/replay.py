@@ -228,14 +228,13 @@ def init(replay: ReplaySetup, observation_spec: Any, action: jax.ShapeDtypeStruc
 
 def _store(replay: ReplaySetup, state: Replay, trajectory: Trajectory, learn_calls: chex.Array) -> Replay:
     """`state` with the call's rollout added, or staged until the update's last `learn` call adds them all."""
-    new_items = items(trajectory)
     calls = replay.learn_calls_per_update
     if calls == 1:
-        return state.replace(buffer=replay.buffer.add(state.buffer, new_items))
+        return state.replace(buffer=add(replay.buffer, state.buffer, trajectory))
     call = learn_calls % calls
     offset = call * (replay.rows // calls)
     staged = jax.tree.map(
-        lambda s, x: jax.lax.dynamic_update_slice_in_dim(s, x, offset, axis=0), state.staged, new_items
+        lambda s, x: jax.lax.dynamic_update_slice_in_dim(s, x, offset, axis=0), state.staged, items(trajectory)
     )
     buffer = jax.lax.cond(call == calls - 1, lambda: replay.buffer.add(state.buffer, staged), lambda: state.buffer)
     return Replay(buffer, staged)
