@@ -3,7 +3,12 @@
 Each of `threads` Python threads steps its own batch of `envs_per_thread`
 environments, as Sebulba's actor threads do, so the ratio of Sebulba's rate to
 this one (the pipeline efficiency) says how much of the environments' speed
-the actor / learner pipeline keeps.
+the actor / learner pipeline keeps. The pools are built as Sebulba builds them
+(`make_envpool_env`, so Atari gets the same preprocessing), but stepped through
+envpool's own `step`: the conversion to podracer's timesteps
+(`EnvpoolEnvironment.step`) is the pipeline's work, and counts against it. On
+CartPole, where envpool's step is cheap, that conversion alone costs envpool a
+quarter to a third of its rate on the 2-core CI machine (docs/benchmarks.md).
 """
 
 import threading
@@ -39,6 +44,6 @@ def _step_randomly(env, steps: int, seed: int) -> None:
     env.reset()
     for _ in range(steps):
         if hasattr(spec, "num_values"):
-            env.step(rng.integers(0, spec.num_values, env.num_envs))
+            env.pool.step(rng.integers(0, spec.num_values, env.num_envs, dtype=spec.dtype))
         else:
-            env.step(rng.uniform(spec.minimum, spec.maximum, (env.num_envs, *spec.shape)).astype(spec.dtype))
+            env.pool.step(rng.uniform(spec.minimum, spec.maximum, (env.num_envs, *spec.shape)).astype(spec.dtype))

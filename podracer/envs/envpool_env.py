@@ -246,6 +246,11 @@ class EnvpoolEnvironment(HostEnvironment):
         self._started = False
         self._closed = False
 
+    @property
+    def pool(self) -> Any:
+        """envpool's own pool: stepped directly (`pool.step(actions)`), it gives envpool's own rate, without ours."""
+        return self._pool
+
     def observation_spec(self) -> Any:
         """One environment's observation (no batch axis)."""
         return self._observation_spec

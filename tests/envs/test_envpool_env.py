@@ -221,6 +221,18 @@ def test_same_seed_same_actions_same_observations(name, num_actions):
         jax.tree.map(np.testing.assert_array_equal, a, b)
 
 
+def test_pool_is_envpools_own_and_steps_the_same_environments():
+    """`env.pool` (what the pipeline bench steps for envpool's own rate) is the very pool behind `env.step`."""
+    actions = np.random.default_rng(4).integers(0, 2, (30, 3))
+    wrapped, direct = make_envpool_env("CartPole-v1", 3, seed=5), make_envpool_env("CartPole-v1", 3, seed=5)
+    direct.reset()
+    for action, timestep in zip(actions, _run(wrapped, actions)[0][1:], strict=True):
+        observation, reward, terminated, truncated, _ = direct.pool.step(action.astype(np.int32))
+        np.testing.assert_array_equal(timestep.observation, observation)
+        np.testing.assert_array_equal(timestep.last(), terminated | truncated)
+    assert terminated.dtype == bool and wrapped.pool is not direct.pool
+
+
 def test_environment_i_is_seeded_seed_plus_i():
     """Why pools for different actors need seeds num_envs apart."""
     pair = make_envpool_env("CartPole-v1", 2, seed=0).reset().observation
