@@ -222,7 +222,7 @@ def test_same_seed_same_actions_same_observations(name, num_actions):
 
 
 def test_pool_is_envpools_own_and_steps_the_same_environments():
-    """`env.pool` (what the pipeline bench steps for envpool's own rate) is the very pool behind `env.step`."""
+    """Stepping `env.pool` directly (the pipeline bench's envpool alone) runs the environments `env.step` runs."""
     actions = np.random.default_rng(4).integers(0, 2, (30, 3))
     wrapped, direct = make_envpool_env("CartPole-v1", 3, seed=5), make_envpool_env("CartPole-v1", 3, seed=5)
     direct.reset()
