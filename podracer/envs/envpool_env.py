@@ -17,6 +17,14 @@ Observations that envpool gives as float64 (MuJoCo's) are converted to float32,
 and their spec says so: JAX computes in float32 anyway, and float64 would only
 double the bytes sent to the devices.
 
+`compiled_step` gives the same step as a JAX function, through envpool's XLA
+interface (its send and receive as custom calls into the C++ pool), so that a
+Sebulba actor can run a whole rollout, acting and stepping, as one compiled
+program (`podracer.sebulba.unroll`). Both steps turn envpool's outputs into
+timesteps with the one rule below (`_timestep`), and give the same stream for
+the same seeds and actions. Tasks with 64-bit arrays (MuJoCo) cannot be
+stepped that way: JAX, without x64, would declare their buffers 32-bit.
+
 Atari tasks get the standard preprocessing (`ATARI_DEFAULTS`); any keyword
 that is not our `sticky_actions` option goes to `envpool.make` unchanged
 (`num_threads`, for instance: envpool's worker threads, 0 lets it choose;
@@ -95,10 +103,12 @@ import functools
 import warnings
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from podracer.envs import spaces
-from podracer.envs.host import HostEnvironment, check_num_envs
+from podracer.envs.host import CompiledStep, HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
 from podracer.field_checks import is_number, is_whole_number, matches_default_type
 
@@ -245,6 +255,7 @@ class EnvpoolEnvironment(HostEnvironment):
         self._pool_done = np.zeros(self.num_envs, bool)  # envpool auto-resets these on the next step.
         self._started = False
         self._closed = False
+        self._xla: Any = None  # envpool's XLA functions, made on the first `compiled_step`.
 
     @property
     def pool(self) -> Any:
@@ -283,17 +294,68 @@ class EnvpoolEnvironment(HostEnvironment):
             observation = _take(observation, order)
             reward, terminated, truncated = reward[order], terminated[order], truncated[order]
             info = _take(info, order)
-        elapsed = np.asarray(info["elapsed_step"])
-        terminated = np.asarray(terminated, bool)
+        timestep, self._pool_done = self._timestep(
+            observation, reward, terminated, truncated, info, self._pool_done, np
+        )
+        return timestep
+
+    def compiled_step(self) -> CompiledStep:
+        """`step` as a JAX function, through envpool's XLA interface (its send and receive as XLA custom calls).
+
+        Inside a program the actions are not checked: they come from the
+        agent's own `act`, whose shapes the program's tracing fixes. The outputs
+        are put in environment order unconditionally (a gather over the batch),
+        since a compiled step cannot branch on envpool's order cheaply. Pools
+        with 64-bit arrays (MuJoCo's observations and actions) cannot be
+        stepped this way: JAX, without x64, would declare them 32-bit to
+        envpool's custom call.
+        """
+        self._check_open()
+        arrays = {**self._pool.spec.state_array_spec, **self._pool.spec.action_array_spec}
+        wide = [f"{key} ({spec.dtype})" for key, spec in arrays.items() if np.dtype(spec.dtype).itemsize > 4]
+        if wide:
+            raise NotImplementedError(
+                f"{self.name}'s arrays {', '.join(wide)} are 64-bit, which JAX would declare 32-bit to envpool's XLA "
+                "interface: it steps from Python only"
+            )
+        if self._xla is None:  # envpool registers the custom calls once per pool.
+            self._xla = self._pool.xla()
+        handle, _, _, pool_step = self._xla
+
+        def step(state, action):
+            handle, pool_done = state
+            handle, outputs = pool_step(handle, jnp.asarray(action).astype(self._action_dtype))
+            observation, reward, terminated, truncated, info = outputs
+            order = jnp.argsort(info["env_id"])
+            info = {key: info[key] for key in ("elapsed_step", "terminated") if key in info}  # What _timestep reads.
+            outputs = jax.tree.map(
+                lambda x: jnp.take(x, order, axis=0), (observation, reward, terminated, truncated, info)
+            )
+            timestep, pool_done = self._timestep(*outputs, pool_done, jnp)
+            return (handle, pool_done), timestep
+
+        return CompiledStep(initial_state=(handle, np.zeros(self.num_envs, bool)), step=step)
+
+    def _timestep(
+        self, observation: Any, reward: Any, terminated: Any, truncated: Any, info: dict, pool_done: Any, xp: Any
+    ) -> tuple[TimeStep, Any]:
+        """The timestep of envpool's outputs (in environment order), and which environments envpool resets next.
+
+        The one rule both `step` (numpy) and `compiled_step` (`jax.numpy`) follow:
+        FIRST after envpool's auto-reset, termination also from Atari's game over,
+        truncation also from the elapsed steps.
+        """
+        elapsed = xp.asarray(info["elapsed_step"])
+        terminated = xp.asarray(terminated, bool)
         if self._atari:
-            terminated = terminated | np.asarray(info["terminated"], bool)
-        truncated = np.asarray(truncated, bool)
-        first = (elapsed == 0) | self._pool_done
-        self._pool_done = terminated | truncated
+            terminated = terminated | xp.asarray(info["terminated"], bool)
+        truncated = xp.asarray(truncated, bool)
+        first = (elapsed == 0) | pool_done
+        pool_done = terminated | truncated
         if self.max_episode_steps is not None:
             truncated = truncated | (elapsed >= self.max_episode_steps)
-        observation = spaces.cast(observation, self._observation_spec)
-        return from_flags(observation, np.asarray(reward, np.float32), terminated, truncated, first, xp=np)
+        observation = spaces.cast(observation, self._observation_spec, xp)
+        return from_flags(observation, xp.asarray(reward, xp.float32), terminated, truncated, first, xp=xp), pool_done
 
     def close(self) -> None:
         """Stops envpool's threads; further calls do nothing."""

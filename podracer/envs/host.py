@@ -12,6 +12,11 @@ episode's first observation, reward 0, discount 1; its action is ignored).
 flags. Episode statistics are not the environment's job: the actors compute
 them from the timesteps (`podracer.envs.episodes`).
 
+A batch that can also be stepped from inside a compiled JAX program (envpool's
+pools, through its XLA interface) says so with `compiled_step`: the actor then
+runs a whole rollout, acting and stepping, as one program on its actor device,
+with no Python between the steps (`podracer.sebulba.unroll`).
+
 Sebulba creates one batch per actor thread, on the main thread, through a
 factory `make(num_envs, seed) -> HostEnvironment`; environment i of a batch
 should be seeded `seed + i`, so batches made with seeds `num_envs` apart differ.
@@ -19,11 +24,25 @@ should be seeded `seed + i`, so batches made with seeds `num_envs` apart differ.
 
 import abc
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 
 from podracer.envs.timestep import TimeStep
+
+
+class CompiledStep(NamedTuple):
+    """A batch's `step` as a JAX function, to be called inside a compiled program (`jax.jit`, `lax.scan`).
+
+    `step(state, action) -> (state, timestep)` has exactly the semantics of
+    `HostEnvironment.step`, on JAX arrays. `state` is what the step threads from
+    call to call (envpool: its handle, which orders the calls, and which
+    environments auto-reset next); `initial_state` is the state right after
+    `reset()`. Environments stepped this way must not be stepped by `step` too.
+    """
+
+    initial_state: Any
+    step: Callable[[Any, Any], tuple[Any, TimeStep]]
 
 
 class HostEnvironment(abc.ABC):
@@ -47,6 +66,10 @@ class HostEnvironment(abc.ABC):
     @abc.abstractmethod
     def action_spec(self) -> Any:
         """One environment's action spec (no batch axis)."""
+
+    def compiled_step(self) -> CompiledStep:
+        """This batch's step as a JAX function; `NotImplementedError`, saying why, where it can only step from Python."""
+        raise NotImplementedError(f"{type(self).__name__} steps from Python only")
 
     def close(self) -> None:  # noqa: B027 -- optional: not every batch holds threads or processes.
         """Releases threads or processes; further calls do nothing."""

@@ -38,11 +38,14 @@ def array_spec(space: Any, name: str, *, float32: bool = False) -> Any:
     return specs.BoundedArray(tuple(space.shape), dtype, *_bounds(space), name=name)
 
 
-def cast(tree: Any, spec: Any) -> Any:
-    """`tree` (arrays, or nested dicts of them) with every leaf in its spec's dtype; copies only leaves that change."""
+def cast(tree: Any, spec: Any, xp: Any = np) -> Any:
+    """`tree` (arrays, or nested dicts of them) with every leaf in its spec's dtype; copies only leaves that change.
+
+    `xp` is the array module: `numpy` on the host, `jax.numpy` inside a compiled program.
+    """
     if isinstance(spec, dict):
-        return {key: cast(tree[key], sub) for key, sub in spec.items()}
-    return np.asarray(tree, dtype=spec.dtype)
+        return {key: cast(tree[key], sub, xp) for key, sub in spec.items()}
+    return xp.asarray(tree, dtype=spec.dtype)
 
 
 def action_spec(space: Any) -> ActionSpec:
