@@ -33,12 +33,14 @@ DPI = 100  # So a PNG of the summary is 1300 pixels wide and 340 pixels high per
 ACTOR_SHARES = {
     "actor_env_share": "stepping environments",
     "actor_inference_share": "inference",
+    "actor_compiled_share": "compiled rollouts (acting and stepping)",
     "actor_wait_share": "waiting (parameters, full queue)",
 }
 LEARNER_SHARES = {"learner_share": "learning", "learner_wait_share": "waiting for rollouts"}
 _SHARE_COLOURS = {
     "actor_env_share": "tab:green",
     "actor_inference_share": "tab:blue",
+    "actor_compiled_share": "tab:cyan",
     "actor_wait_share": "tab:orange",
     "learner_share": "tab:purple",
     "learner_wait_share": "tab:red",
@@ -140,6 +142,8 @@ def time_shares(runs: Runs, ax: Any) -> Any:
     for row, (_, fields, shares) in enumerate(reversed(bars)):
         left = 0.0
         for field, name in fields.items():
+            if field not in shares:  # Logged before podracer had it (actor_compiled_share).
+                continue
             ax.barh(row, shares[field], left=left, color=_SHARE_COLOURS[field], label=name)
             if shares[field] >= 0.06:
                 ax.text(left + shares[field] / 2, row, f"{shares[field]:.0%}", ha="center", va="center", color="white")
@@ -221,11 +225,12 @@ def has_time_shares(records: Records) -> bool:
 
 
 def mean_time_shares(records: Records) -> dict[str, float]:
-    """Each time share averaged over the log windows, weighted by their length (`seconds`), the first left out."""
+    """Each time share logged averaged over the log windows, weighted by their length (`seconds`), the first left out."""
     windows = [record for record in records if "actor_env_share" in record]
     windows = windows[1:] or windows
     weights = column(windows, "seconds")
-    return {field: float(np.average(column(windows, field), weights=weights)) for field in _SHARE_COLOURS}
+    logged = [field for field in _SHARE_COLOURS if field in windows[0]]
+    return {field: float(np.average(column(windows, field), weights=weights)) for field in logged}
 
 
 def _number(value: Any) -> float:

@@ -101,6 +101,13 @@ BAD_INPUTS = [
     ),
     (SEBULBA, ["--config.learner_minibatches=5"], 2, ["config.learner_minibatches", "32 environments", "divisor"]),
     (SEBULBA, ["--config.policy_lag=2"], 1, ["config.policy_lag", "0 or 1"]),
+    (SEBULBA, ["--config.env_stepping=jit"], 1, ["config.env_stepping", "'jit'", "'compiled'"]),
+    (
+        "configs/sebulba_halfcheetah_ppo.py",
+        ["--config.env_stepping=compiled"],
+        1,
+        ["config.env_stepping", "HalfCheetah-v4", "64-bit", "--config.env_stepping=host"],
+    ),
     (
         SEBULBA,
         ["--config.env.name=catch"],

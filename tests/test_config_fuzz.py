@@ -227,6 +227,7 @@ OUT_OF_RANGE = [
     ("log_every_updates", ["0"], SEBULBA),
     ("stall_timeout_seconds", ["0", "-5", "inf"], SEBULBA),
     ("policy_lag", ["2", "-1"], SEBULBA),
+    ("env_stepping", ["jit", "Compiled", "python"], SEBULBA),
     ("seed", ["2147483647"], SEBULBA),  # Environment i is seeded seed + i: all but the first pass int32.
     ("agent.clip_epsilon", ["0", "-0.2", "1.5", "nan"], PPO),
     ("agent.num_epochs", ["0", "-4"], PPO),

@@ -16,7 +16,14 @@ from podracer import cli, plot
 from podracer.metrics_writer import MetricsWriter
 from tests.helpers import run_cli
 
-SHARES = ("actor_env_share", "actor_inference_share", "actor_wait_share", "learner_share", "learner_wait_share")
+SHARES = (
+    "actor_env_share",
+    "actor_inference_share",
+    "actor_compiled_share",
+    "actor_wait_share",
+    "learner_share",
+    "learner_wait_share",
+)
 
 
 def anakin_records(scale: float = 1.0) -> list[dict]:
@@ -37,7 +44,9 @@ def sebulba_records() -> list[dict]:
     for i in range(5):
         record = {"step": 640 * (i + 1), "mean_episode_return": 20.0 + 5 * i, "wall_seconds": 5.0 + i}
         record.update(steps_per_second=900.0 + i, frames_per_second=4 * (900.0 + i), seconds=1.0 + 0.2 * i)
-        record.update({name: float(value) for name, value in zip(SHARES, rng.uniform(0.05, 0.45, 5), strict=True)})
+        record.update(
+            {name: float(value) for name, value in zip(SHARES, rng.uniform(0.05, 0.45, len(SHARES)), strict=True)}
+        )
         records.append(record)
     return records
 
@@ -152,6 +161,14 @@ def test_time_shares_are_the_window_weighted_means_of_the_logged_shares():
     for field, name in {**plot.ACTOR_SHARES, **plot.LEARNER_SHARES}.items():
         expected = sum(w * r[field] for w, r in zip(weights, later, strict=True)) / weights.sum()
         np.testing.assert_allclose(bars[name].get_width(), expected, rtol=1e-12)
+
+
+def test_time_shares_of_logs_without_the_compiled_share_draw_the_others():
+    records = [{k: v for k, v in record.items() if k != "actor_compiled_share"} for record in sebulba_records()]
+    bars = {container.get_label() for container in plot.summary(records).axes[3].containers}
+    assert bars == {
+        name for field, name in {**plot.ACTOR_SHARES, **plot.LEARNER_SHARES}.items() if field in SHARES[:2] + SHARES[3:]
+    }
 
 
 def test_frames_shows_each_picture_with_its_title():

@@ -47,6 +47,11 @@ class RunControl:
         if self.stop_signal is None:
             self.stop_signal, self.stop_requested_at = signal_number, time.monotonic()
 
+    def check(self) -> None:
+        """Raises `Stopped` if the run is stopping: for loops that go on without waiting (stepping environments)."""
+        if self.stop.is_set():
+            raise Stopped
+
     def wait(self, attempt: Callable[[float], T], what: str) -> T:
         """Calls `attempt(timeout)` until it returns a value.
 
@@ -55,8 +60,7 @@ class RunControl:
         """
         deadline = time.monotonic() + self.stall_timeout_seconds
         while True:
-            if self.stop.is_set():
-                raise Stopped
+            self.check()
             try:
                 return attempt(POLL_SECONDS)
             except (queue.Empty, queue.Full, TimeoutError):

@@ -6,7 +6,10 @@ import jax
 from ml_collections import ConfigDict
 
 from podracer import envs, field_checks
+from podracer.envs.host import HostEnvironment
 from podracer.errors import ConfigError
+
+STEPPINGS = ("auto", "compiled", "host")  # config.env_stepping (see env_stepping).
 
 
 def add_defaults(config: ConfigDict) -> None:
@@ -17,6 +20,10 @@ def add_defaults(config: ConfigDict) -> None:
     config.actor_threads_per_device = 2  # Threads take turns on a device, so it never idles.
     config.envs_per_thread = 32  # Each actor thread's batch of host environments.
     config.unroll_length = 20  # T: environment steps per rollout.
+    # How actors step envpool's environments: "compiled" runs each rollout, acting and stepping, as one program on
+    # the actor device (envpool's XLA interface); "host" steps from Python between act calls, as any host environment;
+    # "auto" compiles where the environment allows it and the actor devices are CPUs.
+    config.env_stepping = "auto"
     config.policy_lag = 1  # 0: act with the newest parameters; 1: one update behind, overlapping acting and learning.
     config.learner_minibatches = 1  # Sequential updates the learner batch is split into.
     config.queue_size = 1  # Rollouts each actor thread may have waiting for the learner.
@@ -37,6 +44,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     ):
         field_checks.integer(config, field, at_least=1, example=example)
     field_checks.number(config, "stall_timeout_seconds", example=300, above=0.0)
+    field_checks.choice(config, "env_stepping", STEPPINGS)
     envs_in_job = config.replicas * len(config.actor_device_ids) * config.actor_threads_per_device
     envs_in_job *= config.envs_per_thread
     if config.seed + envs_in_job - 1 > field_checks.INT32_MAX:  # Environment i of the job is seeded seed + i.
@@ -104,6 +112,28 @@ def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
             "choose a divisor of that number",
         )
     return actors, learners
+
+
+def env_stepping(config: ConfigDict, env: HostEnvironment, actor_devices: list[jax.Device]) -> str:
+    """`compiled` or `host`: how the actors step `env`; `ConfigError` if `config.env_stepping` cannot be had.
+
+    `auto` compiles where the environment can be stepped inside a program
+    (`HostEnvironment.compiled_step`) and every actor device is a CPU.
+    """
+    stepping = config.env_stepping
+    if stepping == "host" or (stepping == "auto" and any(device.platform != "cpu" for device in actor_devices)):
+        return "host"
+    try:
+        env.compiled_step()
+    except NotImplementedError as error:
+        if stepping == "auto":
+            return "host"
+        raise ConfigError(
+            "env_stepping",
+            f"'compiled' cannot step {env!r}: {error}",
+            "set --config.env_stepping=host (or auto, which compiles only where it can)",
+        ) from None
+    return "compiled"
 
 
 def environments_per_learner(config: ConfigDict, actors: tuple[int, ...], learners: tuple[int, ...]) -> int:

@@ -56,6 +56,7 @@ class TelemetryWindow:
             **episode_summary(Completed(*_sum_over_processes(completed))),
             "actor_env_share": actor_share("env_seconds"),
             "actor_inference_share": actor_share("inference_seconds"),
+            "actor_compiled_share": actor_share("compiled_seconds"),
             "actor_wait_share": actor_share("wait_seconds"),
             "learner_share": self.learner_seconds / seconds,
             "learner_wait_share": self.learner_wait_seconds / seconds,

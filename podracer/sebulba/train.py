@@ -37,10 +37,11 @@ from podracer.envs.timestep import TimeStep
 from podracer.finite import NonFiniteError
 from podracer.run import Callback, RunLog, TrainResult
 from podracer.sebulba import settings
-from podracer.sebulba.actor import make_act_step, run_actor
+from podracer.sebulba.actor import make_send, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update, run_learner
 from podracer.sebulba.lifecycle import RunControl, start_worker
 from podracer.sebulba.parameter_versions import ParameterVersions
+from podracer.sebulba.unroll import make_unroll
 from podracer.stopping import StoppedBySignal, stop_signals
 from podracer.topology import REPLICATED, device_mesh, devices_by_id
 
@@ -61,6 +62,7 @@ class SebulbaRun:
     config: ConfigDict
     agent: Agent
     envs: list[HostEnvironment]  # One batch per actor thread of this process, in thread order.
+    stepping: str  # How the actors step them: "compiled" or "host" (config.env_stepping, resolved).
     actor_devices: list[jax.Device]
     learner_mesh: Mesh
     first_thread: int  # This process's first actor thread, numbered across the job.
@@ -143,6 +145,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
     try:
         for index in range(first_thread, first_thread + num_threads):
             host_envs.append(make_env(config.envs_per_thread, settings.env_seed(config, index, num_threads, resumes)))
+        stepping = settings.env_stepping(config, host_envs[0], actor_devices)
         if agent is None:
             agent = agents.make(config, num_updates=num_updates * config.learner_minibatches)
         compile_start = time.perf_counter()
@@ -177,6 +180,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         config=config,
         agent=agent,
         envs=host_envs,
+        stepping=stepping,
         actor_devices=actor_devices,
         learner_mesh=learner_mesh,
         first_thread=first_thread,
@@ -220,21 +224,20 @@ def run_threads(
     parameters.publish(run.first_update, run.agent.acting_params(run.state))
     reports: queue.Queue = queue.Queue()
     rollout_queues = [queue.Queue(maxsize=config.queue_size) for _ in run.envs]
-    act_step = make_act_step(run.agent, run.envs[0].action_spec())
-    learner_sharding = NamedSharding(run.learner_mesh, TRAJECTORY_SPEC)
+    send = make_send(NamedSharding(run.learner_mesh, TRAJECTORY_SPEC))
     actor_key = run.actor_key.addressable_data(0)  # This process's copy: the actors fold it locally.
     for index, env in enumerate(run.envs):
+        device = run.actor_devices[index // config.actor_threads_per_device]
+        key = jax.random.fold_in(actor_key, run.first_thread + index)
         actor = functools.partial(
             run_actor,
-            env=env,
-            device=run.actor_devices[index // config.actor_threads_per_device],
-            act_step=act_step,
+            unroll=make_unroll(
+                run.stepping, env, run.agent, device, key, config.unroll_length, send, run.control.check
+            ),
+            device=device,
             parameters=parameters,
             rollouts=rollout_queues[index],
-            learner_sharding=learner_sharding,
             control=run.control,
-            key=jax.random.fold_in(actor_key, run.first_thread + index),
-            unroll_length=config.unroll_length,
             policy_lag=config.policy_lag,
             first_rollout=run.first_update,
             num_rollouts=run.num_updates,

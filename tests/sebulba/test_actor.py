@@ -7,7 +7,7 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.sebulba.actor import make_act_step
+from podracer.sebulba.unroll import make_act_step
 
 OBSERVATION_SPEC = specs.Array((3,), np.float32)
 ACTION_SPEC = specs.BoundedArray((2,), np.float32, minimum=-0.5, maximum=0.5)

@@ -2,11 +2,12 @@
 
 V-trace's and PPO's importance weights divide by the behaviour policy stored in
 `trajectory.extras`. Here a real actor thread (envpool CartPole, the agent's
-`act`) runs against a stand-in learner that publishes a new, different
-parameter version after each rollout it takes, as the learner thread does.
-For every rollout, the first ones included, under policy lag 0 and 1: the
-version reported is the one the lag prescribes, and the recorded logits equal
-that version's policy on the rollout's observations, and no other version's.
+`act`, stepped from Python or as one compiled program) runs against a
+stand-in learner that publishes a new, different parameter version after each
+rollout it takes, as the learner thread does. For every rollout, the first
+ones included, under policy lag 0 and 1: the version reported is the one the
+lag prescribes, and the recorded logits equal that version's policy on the
+rollout's observations, and no other version's.
 """
 
 import queue
@@ -20,10 +21,11 @@ from jax.sharding import NamedSharding
 import podracer
 from podracer import agents
 from podracer.envs import make_envpool_env
-from podracer.sebulba.actor import make_act_step, policy_version, run_actor
+from podracer.sebulba.actor import make_send, policy_version, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
+from podracer.sebulba.unroll import make_unroll
 from podracer.topology import device_mesh
 
 ROLLOUTS, UNROLL, ENVS = 5, 6, 4
@@ -39,8 +41,9 @@ def _version(params, version: int):
     return jax.tree.map(lambda x, n: x + 0.5 * version * n, params, noise)
 
 
+@pytest.mark.parametrize("stepping", ["host", "compiled"])
 @pytest.mark.parametrize("policy_lag", [0, 1])
-def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag):
+def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag, stepping):
     agent = agents.make(podracer.defaults("impala", "sebulba"), num_updates=ROLLOUTS)
     env = make_envpool_env("CartPole-v1", ENVS, seed=0)
     device = jax.devices()[0]
@@ -48,18 +51,15 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag):
     versions = {v: _version(agent.acting_params(state), v) for v in range(ROLLOUTS)}
     parameters, rollouts, control = ParameterVersions([device]), queue.Queue(maxsize=1), RunControl(60.0)
     parameters.publish(0, versions[0])
+    send = make_send(NamedSharding(device_mesh([device]), TRAJECTORY_SPEC))
     actor = threading.Thread(
         target=run_actor,
         kwargs=dict(
-            env=env,
+            unroll=make_unroll(stepping, env, agent, device, jax.random.key(1), UNROLL, send, control.check),
             device=device,
-            act_step=make_act_step(agent, env.action_spec()),
             parameters=parameters,
             rollouts=rollouts,
-            learner_sharding=NamedSharding(device_mesh([device]), TRAJECTORY_SPEC),
             control=control,
-            key=jax.random.key(1),
-            unroll_length=UNROLL,
             policy_lag=policy_lag,
             first_rollout=0,
             num_rollouts=ROLLOUTS,

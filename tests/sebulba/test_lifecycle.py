@@ -20,20 +20,28 @@ CONFIG = "configs/sebulba_cartpole_impala.py"
 
 
 @pytest.mark.parametrize(
-    "module, attribute, fail_on_call, thread",
+    "module, attribute, fail_on_call, thread, stepping",
     [
-        # The actor thread's own code (10 s; `make test-fast` fails an actor through its environment instead).
-        pytest.param("podracer.sebulba.actor", "stack_steps", 3, "actor-", marks=pytest.mark.slow, id="actor"),
-        pytest.param(  # An environment, inside an actor.
-            "podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-", id="environment"
+        # The actor thread's own code, around a compiled rollout (10 s; `make test-fast` fails an actor through
+        # its environment instead).
+        pytest.param("podracer.sebulba.actor", "Rollout", 3, "actor-", "compiled", marks=pytest.mark.slow, id="actor"),
+        pytest.param(  # An environment stepped from Python, inside an actor.
+            "podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-", "host", id="environment"
         ),
         pytest.param(  # The learner thread.
-            "podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner", id="learner"
+            "podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner", "auto", id="learner"
         ),
     ],
 )
-def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(tmp_path, module, attribute, fail_on_call, thread):
-    result = run_module("faulty_run", module, attribute, str(fail_on_call), "raise", str(tmp_path), timeout=120)
+def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(
+    tmp_path, module, attribute, fail_on_call, thread, stepping
+):
+    result = run_module(
+        "faulty_run",
+        *(module, attribute, str(fail_on_call), "raise", str(tmp_path)),
+        f"--config.env_stepping={stepping}",
+        timeout=120,
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     assert f"injected failure in {attribute}" in result.stderr
     assert f"Sebulba thread '{thread}" in result.stderr and "Traceback" in result.stderr
@@ -42,11 +50,11 @@ def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(tmp_path, modul
 
 @pytest.mark.slow  # Waits out a stall timeout in a fresh process: 8 s.
 def test_a_stalled_wait_times_out_naming_what_it_waited_for(tmp_path):
-    # From the 20th call on, every environment step takes 3 s; every wait gives up after 1 s.
+    # From the 20th call on, every environment step (from Python) takes 3 s; every wait gives up after 1 s.
     result = run_module(
         "faulty_run",
         *("podracer.envs.envpool_env", "EnvpoolEnvironment.step", "20", "stall", str(tmp_path)),
-        "--config.stall_timeout_seconds=1",
+        *("--config.stall_timeout_seconds=1", "--config.env_stepping=host"),
         timeout=120,
     )
     assert result.returncode == 1, result.stderr[-2000:]

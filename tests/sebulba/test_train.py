@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import podracer
-from podracer.envs import EnvpoolEnvironment
+from podracer.sebulba import train as sebulba_train
 from tests.helpers import last_json_line, load_config, run_module, small_sebulba_cartpole
 
 
@@ -59,15 +59,25 @@ def test_fixed_lag_and_seed_give_bitwise_identical_parameters_whatever_the_threa
     config = small_sebulba_cartpole(policy_lag=policy_lag, total_steps=8 * 6 * 2 * 5)
     first = podracer.train(config)
 
-    # Second run: random sleeps in every actor's environment steps reshuffle the thread timing.
-    real_step, rng = EnvpoolEnvironment.step, np.random.default_rng()
+    # Second run: random sleeps before and after every actor's rollouts reshuffle the thread timing.
+    real_make_unroll, rng = sebulba_train.make_unroll, np.random.default_rng()
 
-    def slow_step(self, action):
-        if rng.random() < 0.3:
-            time.sleep(rng.random() * 0.01)
-        return real_step(self, action)
+    def sleep():
+        if rng.random() < 0.5:
+            time.sleep(rng.random() * 0.02)
 
-    monkeypatch.setattr(EnvpoolEnvironment, "step", slow_step)
+    def make_slow_unroll(*args, **kwargs):
+        unroll = real_make_unroll(*args, **kwargs)
+
+        def slow_unroll(params):
+            sleep()
+            unrolled = unroll(params)
+            sleep()
+            return unrolled
+
+        return slow_unroll
+
+    monkeypatch.setattr(sebulba_train, "make_unroll", make_slow_unroll)
     second = podracer.train(config)
     assert params_digest(first) == params_digest(second)
     third = podracer.train(small_sebulba_cartpole(policy_lag=policy_lag, total_steps=8 * 6 * 2 * 5, seed=1))
@@ -84,6 +94,7 @@ def test_telemetry_fields():
         "frames_per_second",
         "actor_env_share",
         "actor_inference_share",
+        "actor_compiled_share",
         "actor_wait_share",
         "learner_share",
         "learner_wait_share",
@@ -97,8 +108,14 @@ def test_telemetry_fields():
     assert record["step"] == result.steps == 8 * 6 * 2 * 3
     assert 0.0 <= record["queue_depth"] <= 2.0
     # Shares of the window's wall time (approximate: a rollout may have started before the window did).
-    for share in ("actor_env_share", "actor_inference_share", "learner_share"):
+    # CartPole's rollouts are compiled by default on CPU devices: acting and stepping are one share there.
+    for share in ("actor_compiled_share", "learner_share"):
         assert 0.0 < record[share] < 3.0, (share, record[share])
+    assert record["actor_env_share"] == record["actor_inference_share"] == 0.0
+    host = podracer.train(small_sebulba_cartpole(env_stepping="host")).history[-1]
+    for share in ("actor_env_share", "actor_inference_share", "learner_share"):
+        assert 0.0 < host[share] < 3.0, (share, host[share])
+    assert host["actor_compiled_share"] == 0.0
 
 
 @pytest.mark.slow  # Compiles the IMPALA ResNet for 84x84 frames: about 12 s on 2 cores.
