@@ -133,7 +133,10 @@ def pipeline_efficiency(rows: Sequence[Row]) -> Any:
     figure, axes = _panels(len(envs))
     for ax, env in zip(axes, envs, strict=True):
         points = [row for row in rows if row.env == env]
-        labels = ["envpool alone" if row.network == "none" else f"Sebulba, {row.network}" for row in points]
+        labels = [
+            "envpool alone" if row.network == "none" else f"Sebulba, {row.network}\n{row.env_stepping} stepping"
+            for row in points
+        ]
         _errorbar(ax, range(len(points)), points, label=None, bars=True)
         ax.set_xticks(range(len(points)), labels)
         for x, row in enumerate(points):

@@ -7,6 +7,11 @@ and learning cost little, on one actor and one learner device. The ratio says
 how much of the environments' speed the actor / learner pipeline keeps.
 Pong runs a 16-unit MLP on the pixels (`sebulba.SMALL_NETWORK`); CartPole (2 threads x 16) and
 HalfCheetah (2 threads x 8, continuous PPO) their configs' own small MLPs.
+
+Sebulba runs once per way its actors can step the environment
+(`config.env_stepping`), side by side in the same process: from Python
+(`host`), and, for the envpool tasks whose arrays are 32-bit (Pong, CartPole;
+not MuJoCo's float64), as one compiled program per rollout (`compiled`).
 """
 
 import dataclasses
@@ -16,28 +21,39 @@ from podracer.bench import sebulba
 from podracer.bench.records import EnvpoolRun, Point, Row, Setup
 
 FIGURE = "pipeline"
-ENVIRONMENTS = {  # name: (config, overrides for a small network)
-    "pong": ("sebulba_pong_impala", sebulba.SMALL_NETWORK),
-    "cartpole": ("sebulba_cartpole_impala", {}),
-    "halfcheetah": ("sebulba_halfcheetah_ppo", {}),
+ENVIRONMENTS = {  # name: (config, overrides for a small network, the env_stepping values to measure)
+    "pong": ("sebulba_pong_impala", sebulba.SMALL_NETWORK, ("host", "compiled")),
+    "cartpole": ("sebulba_cartpole_impala", {}, ("host", "compiled")),
+    "halfcheetah": ("sebulba_halfcheetah_ppo", {}, ("host",)),  # MuJoCo's float64 arrays step from Python only.
 }
 QUICK_ENVIRONMENTS = ("cartpole",)
 RAW = "envpool_random_actions"
 
 
 def plan(setup: Setup) -> list[Point]:
-    """For each environment: envpool alone, then Sebulba, in the same process."""
+    """For each environment: envpool alone, then Sebulba with each of its steppings, in the same process."""
     points = []
     devices = sebulba.one_actor_one_learner(setup)
     for env in QUICK_ENVIRONMENTS if setup.quick else ENVIRONMENTS:
-        name, small_network = ENVIRONMENTS[env]
-        overrides = {**small_network, **sebulba.split(1, devices)}
-        trained = sebulba.point(setup, FIGURE, "pipeline", name, overrides, devices)
-        shape = {key: trained.columns[key] for key in ("env", "actor_threads", "envs_per_thread", "unroll_length")}
-        steps = shape["unroll_length"] * sebulba.measured_updates(setup)
+        name, small_network, steppings = ENVIRONMENTS[env]
+        trained = [
+            sebulba.point(
+                setup,
+                FIGURE,
+                "pipeline",
+                name,
+                {**small_network, **sebulba.split(1, devices), "env_stepping": stepping},
+                devices,
+                columns={"env_stepping": stepping},
+            )
+            for stepping in steppings
+        ]
+        shape = {key: trained[0].columns[key] for key in ("env", "actor_threads", "envs_per_thread", "unroll_length")}
+        updates = sebulba.measured_updates(setup) * trained[0].task.overrides["log_every_updates"]
+        steps = shape["unroll_length"] * updates
         raw = EnvpoolRun(shape["env"], shape["actor_threads"], shape["envs_per_thread"], steps)
-        points.append(Point(FIGURE, "pipeline", RAW, trained.launch, raw, {**shape, "network": "none", "devices": 0}))
-        points.append(trained)
+        columns = {**shape, "network": "none", "devices": 0}
+        points += [Point(FIGURE, "pipeline", RAW, trained[0].launch, raw, columns), *trained]
     return points
 
 

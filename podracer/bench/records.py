@@ -24,7 +24,7 @@ class AnakinRun:
 
 @dataclasses.dataclass(frozen=True)
 class SebulbaRun:
-    """Train `config` with `overrides` (one log record per update); the rate is frames/s after `warmup` updates."""
+    """Train `config` with `overrides`; the rate is frames/s over the log windows after the first `warmup`."""
 
     config: str
     overrides: Mapping[str, Any]
@@ -81,7 +81,7 @@ SWEPT = {
     "replicas": ("replicas",),
     "members": ("members",),
     "simulations": ("simulations",),
-    "pipeline": ("env",),
+    "pipeline": ("env", "env_stepping"),
     "config": (),
 }
 
@@ -99,7 +99,7 @@ class Point:
 
     def label(self) -> str:
         """The figure, benchmark and swept values: "4a anakin_catch devices=2"."""
-        swept = " ".join(f"{name}={self.columns[name]}" for name in SWEPT[self.sweep])
+        swept = " ".join(f"{name}={self.columns[name]}" for name in SWEPT[self.sweep] if name in self.columns)
         return f"{self.figure} {self.benchmark} {swept}".strip()
 
 
@@ -123,6 +123,7 @@ class Row:
     unroll_length: int | None = None
     num_envs: int | None = None  # Anakin: environments over every device (each member's, in a population).
     simulations: int | None = None  # A search agent's simulations per action (MuZero).
+    env_stepping: str | None = None  # Where the pipeline figure sets config.env_stepping: compiled or host.
     median: float
     min: float
     max: float

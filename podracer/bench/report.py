@@ -74,7 +74,8 @@ def setting(row: Row) -> str:
     )
     replicas = f"{row.replicas} replicas x " if row.replicas > 1 else ""
     search = f", {row.simulations} simulations" if row.simulations else ""
-    return f"{replicas}{devices}, {threads}{search}"
+    stepping = f", {row.env_stepping} stepping" if row.env_stepping else ""
+    return f"{replicas}{devices}, {threads}{search}{stepping}"
 
 
 def _cell(name: str, value: object) -> object:

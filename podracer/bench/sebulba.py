@@ -18,9 +18,10 @@ the learner's forward and backward pass cost about 11 MFLOP per agent step,
 more CPU time than the emulator's step, and on two cores every learner cycle
 is taken from the environments (pipeline efficiency 0.48-0.73 with 64 units
 against 1.0 with 16, in alternating runs). Rates are frames/s (Atari frames: 4 per
-agent step) over the updates after the first two, one log record per update.
+agent step) over the log windows after the first two, each window enough
+updates for 5,000 agent steps (`updates_per_window`).
 With --quick: the config's environments per thread and twice as many at
-unroll 20, the one split of two devices, 2 replicas, 3 measured updates.
+unroll 20, the one split of two devices, 2 replicas, 3 measured windows.
 """
 
 from collections.abc import Mapping
@@ -37,9 +38,12 @@ ENVS_PER_THREAD = (32, 64, 128)
 UNROLL_LENGTHS = (20, 60)
 REPLICAS = (1, 2, 4)
 QUICK_REPLICAS = (2,)  # --quick (its one replica is the 1+1 split): and the config's batch and twice it, unroll 20.
-WARMUP_UPDATES = 2
-UPDATES = 8  # Measured after the warm-up.
+WARMUP_UPDATES = 2  # Log windows, each of `updates_per_window` updates.
+UPDATES = 8  # Windows measured after the warm-up.
 QUICK_UPDATES = 3
+# Agent steps a log window covers, at least: a CartPole update (640 steps) takes about 4 ms, too short a window to
+# time well, and logging after every one would put the main thread's writing on the actors' path.
+MIN_WINDOW_STEPS = 5_000
 DEVICES_PER_REPLICA = 2  # One actor and one learner device.
 
 
@@ -94,8 +98,13 @@ def one_actor_one_learner(setup: Setup) -> int:
 
 
 def measured_updates(setup: Setup) -> int:
-    """Updates measured after the warm-up."""
+    """Log windows measured after the warm-up."""
     return QUICK_UPDATES if setup.quick else UPDATES
+
+
+def updates_per_window(config: ConfigDict) -> int:
+    """Updates per log window: enough for `MIN_WINDOW_STEPS` agent steps."""
+    return -(-MIN_WINDOW_STEPS // steps_per_update(config))
 
 
 def split(actors: int, devices: int) -> dict:
@@ -115,17 +124,20 @@ def point(
     overrides: Mapping[str, Any],
     devices: int,
     replicas: int | None = None,
+    columns: Mapping[str, Any] = {},  # noqa: B006 -- read only.
 ) -> Point:
     """One Sebulba point: config `name` with `overrides`, long enough for the warm-up and the measured updates.
 
     It runs on `devices` devices of the setup's kind, or with `replicas`, in a
     local pod of that many processes, each with `devices` forced CPU devices.
+    `columns` adds to the row's columns (what else the point varies).
     """
     if replicas is not None:
         overrides = {**overrides, "replicas": replicas}
     config = configs.load_named(name, overrides)
-    total_steps = (WARMUP_UPDATES + measured_updates(setup)) * steps_per_update(config)
-    run = {**overrides, "log_every_updates": 1, "total_steps": total_steps}
+    window = updates_per_window(config)
+    total_steps = (WARMUP_UPDATES + measured_updates(setup)) * window * steps_per_update(config)
+    run = {**overrides, "log_every_updates": window, "total_steps": total_steps}
     task = SebulbaRun(configs.path(name), run, WARMUP_UPDATES)
     if replicas is None:
         launch = setup.launch(devices, config.cpu_threads)
@@ -142,6 +154,7 @@ def point(
         "envs_per_thread": config.envs_per_thread,
         "unroll_length": config.unroll_length,
         "simulations": config.agent.get("num_simulations"),  # A search agent's; None for the others.
+        **columns,
     }
     return Point(figure, sweep, name, launch, task, columns)
 

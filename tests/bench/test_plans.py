@@ -45,9 +45,12 @@ def test_sebulba_splits_every_way_with_environments_every_learner_count_divides(
 def test_sebulba_replicas_run_as_local_pods_of_one_actor_and_one_learner_device():
     points = [p for p in sebulba.plan_scaling(CPU_FULL) if p.sweep == "replicas"]
     assert [p.launch for p in points] == [Launch(2, cpu_threads=0, processes=r) for r in (1, 2, 4)]
-    for point, replicas in zip(points, (1, 2, 4), strict=True):
+    windows = sebulba.WARMUP_UPDATES + sebulba.UPDATES
+    for point, replicas, window in zip(points, (1, 2, 4), (4, 2, 1), strict=True):
         steps_per_update = 20 * 32 * 2 * replicas  # Unroll x envs x threads x processes.
-        assert point.task.overrides["total_steps"] == (sebulba.WARMUP_UPDATES + sebulba.UPDATES) * steps_per_update
+        assert window * steps_per_update >= sebulba.MIN_WINDOW_STEPS > (window - 1) * steps_per_update
+        assert point.task.overrides["log_every_updates"] == window
+        assert point.task.overrides["total_steps"] == windows * window * steps_per_update
 
 
 def test_one_accelerator_runs_actors_and_learner_on_it_and_has_no_split():
@@ -58,21 +61,25 @@ def test_one_accelerator_runs_actors_and_learner_on_it_and_has_no_split():
     assert [p.sweep for p in sebulba.plan_scaling(ONE_GPU)] == ["replicas"] * 3  # On forced CPU devices.
 
 
-def test_pipeline_steps_envpool_alone_like_the_sebulba_run_it_is_compared_with():
-    raw, trained = pipeline.plan(CPU_QUICK)
-    assert raw.task == EnvpoolRun("CartPole-v1", threads=2, envs_per_thread=16, steps=20 * sebulba.QUICK_UPDATES)
-    assert raw.launch == trained.launch  # One after the other, in the same process.
-    assert trained.columns["envs_per_thread"] == 16 and trained.columns["actor_threads"] == 2
-    assert [p.columns["env"] for p in pipeline.plan(CPU_FULL)] == ["Pong-v5"] * 2 + ["CartPole-v1"] * 2 + [
-        "HalfCheetah-v4"
-    ] * 2
+def test_pipeline_steps_envpool_alone_like_the_sebulba_runs_it_is_compared_with():
+    raw, host, compiled = pipeline.plan(CPU_QUICK)
+    # CartPole's updates are 20 x 16 x 2 = 640 steps: 8 to a window of at least 5,000, 3 windows measured.
+    assert host.task.overrides["log_every_updates"] == compiled.task.overrides["log_every_updates"] == 8
+    assert raw.task == EnvpoolRun("CartPole-v1", threads=2, envs_per_thread=16, steps=20 * 8 * sebulba.QUICK_UPDATES)
+    assert raw.launch == host.launch == compiled.launch  # One after the other, in the same process.
+    for trained, stepping in ((host, "host"), (compiled, "compiled")):
+        assert trained.columns["envs_per_thread"] == 16 and trained.columns["actor_threads"] == 2
+        assert trained.columns["env_stepping"] == trained.task.overrides["env_stepping"] == stepping
+    full = pipeline.plan(CPU_FULL)
+    assert [p.columns["env"] for p in full] == ["Pong-v5"] * 3 + ["CartPole-v1"] * 3 + ["HalfCheetah-v4"] * 2
+    assert [p.columns.get("env_stepping") for p in full] == [None, "host", "compiled"] * 2 + [None, "host"]
 
 
 def test_quick_points_share_few_processes():
     points = [*anakin_scaling.plan(CPU_QUICK), *sebulba.plan_actor_batch(CPU_QUICK)]
     points += [*sebulba.plan_scaling(CPU_QUICK), *pipeline.plan(CPU_QUICK)]
     groups = launch.by_launch(points)
-    assert [len(group) for group in groups.values()] == [7, 1]  # One process, then a pod of two.
+    assert [len(group) for group in groups.values()] == [8, 1]  # One process, then a pod of two.
     assert list(groups)[-1] == Launch(2, cpu_threads=0, processes=2)
 
 
