@@ -3,7 +3,7 @@
     python -m podracer.bench.worker TASKS.json RESULTS.json
 
 TASKS.json holds `{"repeats": R, "tasks": [...]}` (see `records.task_to_json`);
-each task runs R times, one after another, and RESULTS.json receives one
+the tasks run R rounds, each task once per round, and RESULTS.json receives one
 `{"rates", "unit", "platform"}` per task, in order. JAX's device count and
 platform are fixed when it starts, which is why the benchmark starts a
 process per device setup (`podracer.bench.launch`). In a pod of processes
@@ -23,30 +23,43 @@ from podracer.bench.envpool_raw import envpool_frames_per_second
 from podracer.bench.records import AnakinRun, EnvpoolRun, Task, task_from_json
 
 
-def measure(task: Task, repeats: int) -> dict:
-    """`task` made `repeats` times: its rates, their unit and the platform they ran on."""
+def rate(task: Task) -> tuple[float, str]:
+    """One measurement of `task`: its rate and the rate's unit."""
     if isinstance(task, EnvpoolRun):
-        rates = [
-            envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread) for _ in range(repeats)
-        ]
-        return {"rates": rates, "unit": "frames/s", "platform": "cpu"}
-    rates = []
+        return envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread), "frames/s"
+    config = podracer.load_config(task.config, task.overrides)
+    history = podracer.train(config).history
+    if isinstance(task, AnakinRun):
+        return steady.anakin_rate(history), "steps/s"
+    return steady.sebulba_rate(history, task.warmup), "frames/s"
+
+
+def measure(tasks: Sequence[Task], repeats: int) -> list[dict]:
+    """Each task made `repeats` times, interleaved (all tasks once, then again): rates, unit and platform for each.
+
+    Interleaving puts the tasks of one process side by side in time, so that a
+    ratio of two of them (the pipeline's efficiency, a scaling efficiency)
+    compares figures taken under the same load.
+    """
+    rates: list[list[float]] = [[] for _ in tasks]
+    units = [""] * len(tasks)
     for _ in range(repeats):
-        config = podracer.load_config(task.config, task.overrides)
-        history = podracer.train(config).history
-        if isinstance(task, AnakinRun):
-            rates.append(steady.anakin_rate(history))
-        else:
-            rates.append(steady.sebulba_rate(history, task.warmup))
-    unit = "steps/s" if isinstance(task, AnakinRun) else "frames/s"
-    return {"rates": rates, "unit": unit, "platform": jax.default_backend()}
+        for index, task in enumerate(tasks):
+            value, units[index] = rate(task)
+            rates[index].append(value)
+    platform = jax.default_backend()  # Only now: a pod's processes start JAX's distributed runtime in `train`.
+    results = [
+        {"rates": r, "unit": u, "platform": "cpu" if isinstance(t, EnvpoolRun) else platform}
+        for r, u, t in zip(rates, units, tasks, strict=True)
+    ]
+    return results
 
 
 def main(argv: Sequence[str]) -> int:
     tasks_path, results_path = argv
     with open(tasks_path) as f:
         spec = json.load(f)
-    results = [measure(task_from_json(task), spec["repeats"]) for task in spec["tasks"]]
+    results = measure([task_from_json(task) for task in spec["tasks"]], spec["repeats"])
     if jax.process_index() == 0:  # Of a pod; a lone process is process 0.
         partial = f"{results_path}.partial"
         with open(partial, "w") as f:
