@@ -21,6 +21,15 @@ def load_named(name: str, overrides: Mapping[str, Any] | None = None) -> ConfigD
     return load(path(name), overrides)
 
 
+def frames_per_step(config: ConfigDict) -> int:
+    """Emulator frames per agent step of a Sebulba config's environment: Atari's frame skip (4 by default), else 1."""
+    from podracer.envs.envpool_env import ATARI_DEFAULTS, is_atari_task
+
+    if not is_atari_task(config.env.name):
+        return 1
+    return int(config.env.kwargs.get("frame_skip", ATARI_DEFAULTS["frame_skip"]))
+
+
 def network_label(config: ConfigDict) -> str:
     """The network in a few characters: `mlp(64,64)`, `impala_resnet(16,32,32)`, `nature_cnn`."""
     network = config.network

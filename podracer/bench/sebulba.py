@@ -19,7 +19,7 @@ more CPU time than the emulator's step, and on two cores every learner cycle
 is taken from the environments (pipeline efficiency 0.48-0.73 with 64 units
 against 1.0 with 16, in alternating runs). Rates are frames/s (Atari frames: 4 per
 agent step) over the log windows after the first two, each window enough
-updates for 5,000 agent steps (`updates_per_window`).
+updates for 20,000 frames (`updates_per_window`).
 With --quick: the config's environments per thread and twice as many at
 unroll 20, the one split of two devices, 2 replicas, 3 measured windows.
 """
@@ -41,9 +41,11 @@ QUICK_REPLICAS = (2,)  # --quick (its one replica is the 1+1 split): and the con
 WARMUP_UPDATES = 2  # Log windows, each of `updates_per_window` updates.
 UPDATES = 8  # Windows measured after the warm-up.
 QUICK_UPDATES = 3
-# Agent steps a log window covers, at least: a CartPole update (640 steps) takes about 4 ms, too short a window to
-# time well, and logging after every one would put the main thread's writing on the actors' path.
-MIN_WINDOW_STEPS = 5_000
+# Frames (agent steps times Atari's frame skip) a log window covers, at least: the window's frames stand in for its
+# cost, so that it lasts long enough to time on a noisy machine. A CartPole update (640 frames) takes about 4 ms, a
+# Pong one (1,280 steps, 5,120 frames) about 200 ms; logging after every CartPole update would also put the main
+# thread's writing on the actors' path.
+MIN_WINDOW_FRAMES = 20_000
 DEVICES_PER_REPLICA = 2  # One actor and one learner device.
 
 
@@ -103,8 +105,8 @@ def measured_updates(setup: Setup) -> int:
 
 
 def updates_per_window(config: ConfigDict) -> int:
-    """Updates per log window: enough for `MIN_WINDOW_STEPS` agent steps."""
-    return -(-MIN_WINDOW_STEPS // steps_per_update(config))
+    """Updates per log window: enough for `MIN_WINDOW_FRAMES` frames."""
+    return -(-MIN_WINDOW_FRAMES // (steps_per_update(config) * configs.frames_per_step(config)))
 
 
 def split(actors: int, devices: int) -> dict:

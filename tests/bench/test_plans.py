@@ -47,8 +47,8 @@ def test_sebulba_replicas_run_as_local_pods_of_one_actor_and_one_learner_device(
     assert [p.launch for p in points] == [Launch(2, cpu_threads=0, processes=r) for r in (1, 2, 4)]
     windows = sebulba.WARMUP_UPDATES + sebulba.UPDATES
     for point, replicas, window in zip(points, (1, 2, 4), (4, 2, 1), strict=True):
-        steps_per_update = 20 * 32 * 2 * replicas  # Unroll x envs x threads x processes.
-        assert window * steps_per_update >= sebulba.MIN_WINDOW_STEPS > (window - 1) * steps_per_update
+        steps_per_update = 20 * 32 * 2 * replicas  # Unroll x envs x threads x processes; Pong's 4 frames a step.
+        assert window * 4 * steps_per_update >= sebulba.MIN_WINDOW_FRAMES > (window - 1) * 4 * steps_per_update
         assert point.task.overrides["log_every_updates"] == window
         assert point.task.overrides["total_steps"] == windows * window * steps_per_update
 
@@ -63,9 +63,9 @@ def test_one_accelerator_runs_actors_and_learner_on_it_and_has_no_split():
 
 def test_pipeline_steps_envpool_alone_like_the_sebulba_runs_it_is_compared_with():
     raw, host, compiled = pipeline.plan(CPU_QUICK)
-    # CartPole's updates are 20 x 16 x 2 = 640 steps: 8 to a window of at least 5,000, 3 windows measured.
-    assert host.task.overrides["log_every_updates"] == compiled.task.overrides["log_every_updates"] == 8
-    assert raw.task == EnvpoolRun("CartPole-v1", threads=2, envs_per_thread=16, steps=20 * 8 * sebulba.QUICK_UPDATES)
+    # CartPole's updates are 20 x 16 x 2 = 640 steps (frames): 32 to a window of at least 20,000, 3 windows measured.
+    assert host.task.overrides["log_every_updates"] == compiled.task.overrides["log_every_updates"] == 32
+    assert raw.task == EnvpoolRun("CartPole-v1", threads=2, envs_per_thread=16, steps=20 * 32 * sebulba.QUICK_UPDATES)
     assert raw.launch == host.launch == compiled.launch  # One after the other, in the same process.
     for trained, stepping in ((host, "host"), (compiled, "compiled")):
         assert trained.columns["envs_per_thread"] == 16 and trained.columns["actor_threads"] == 2
