@@ -100,7 +100,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -255,7 +257,7 @@ class EnvpoolEnvironment(HostEnvironment):
         self._pool_done = np.zeros(self.num_envs, bool)  # envpool auto-resets these on the next step.
         self._started = False
         self._closed = False
-        self._xla: Any = None  # envpool's XLA functions, made on the first `compiled_step`.
+        self._xla: Any = None  # (handle, step) of `_xla_step`, made on the first `compiled_step`.
 
     @property
     def pool(self) -> Any:
@@ -300,7 +302,7 @@ class EnvpoolEnvironment(HostEnvironment):
         return timestep
 
     def compiled_step(self) -> CompiledStep:
-        """`step` as a JAX function, through envpool's XLA interface (its send and receive as XLA custom calls).
+        """`step` as a JAX function: envpool's send and receive as XLA custom calls (`_xla_step`).
 
         Inside a program the actions are not checked: they come from the
         agent's own `act`, whose shapes the program's tracing fixes. The outputs
@@ -318,9 +320,9 @@ class EnvpoolEnvironment(HostEnvironment):
                 f"{self.name}'s arrays {', '.join(wide)} are 64-bit, which JAX would declare 32-bit to envpool's XLA "
                 "interface: it steps from Python only"
             )
-        if self._xla is None:  # envpool registers the custom calls once per pool.
-            self._xla = self._pool.xla()
-        handle, _, _, pool_step = self._xla
+        if self._xla is None:
+            self._xla = _xla_step(self._pool)
+        handle, pool_step = self._xla
 
         def step(state, action):
             handle, pool_done = state
@@ -378,6 +380,47 @@ class EnvpoolEnvironment(HostEnvironment):
     def _in_env_order(self, observation: Any, info: dict[str, Any]) -> Any:
         order = self._order(info)
         return observation if order is None else _take(observation, order)
+
+
+_REGISTERED_TARGETS: set[str] = set()  # XLA custom-call targets registered in this process, by name.
+
+
+def _xla_step(pool: Any) -> tuple[np.ndarray, Callable]:
+    """`(handle, step)`: a pool's first handle, and `step(handle, action) -> (handle, envpool's outputs)` in JAX.
+
+    The same custom calls as envpool's public `pool.xla()`, built from the
+    same pieces (its `_xla()` targets and handle, its `_from` and `_to`
+    conversions), but not flagged as side effects. With the flag, JAX runs
+    every program that holds them through its Python dispatch with runtime
+    tokens: about 300 us a call on the 2-core CI machine, against about 50,
+    and it holds the GIL meanwhile, so actor threads queue behind each other
+    for it. Nothing needs the flag: every send takes the handle the previous
+    receive returned, every receive the handle its send returned (envpool
+    aliases it), and their outputs are used, so XLA can neither drop nor
+    reorder them. The targets take the pool as an attribute (`handle`), so one
+    registration per envpool class serves every pool of it.
+    """
+    native = dict(pool._xla())  # {"send" | "recv": (handle bytes, (input specs, output specs), (cpu, gpu) capsules)}
+    calls = {}
+    for name, (handle, (_, output_specs), capsules) in native.items():
+        target = f"podracer_{type(pool).__name__}_{name}"
+        if target not in _REGISTERED_TARGETS:
+            for platform, capsule in zip(("cpu", "gpu"), capsules, strict=True):
+                if capsule is not None:
+                    jax.ffi.register_ffi_target(target, capsule, platform=platform, api_version=1)
+            _REGISTERED_TARGETS.add(target)
+        outputs = [
+            jax.ShapeDtypeStruct(tuple(shape), jax.dtypes.canonicalize_dtype(dtype)) for dtype, shape in output_specs
+        ]
+        call = jax.ffi.ffi_call(target, outputs, has_side_effect=False, input_output_aliases={0: 0})
+        calls[name] = functools.partial(call, handle=int.from_bytes(handle, byteorder=sys.byteorder, signed=False))
+
+    def step(handle: Any, action: Any) -> tuple[Any, Any]:
+        (handle,) = calls["send"](handle, *pool._from(action))
+        handle, *state = calls["recv"](handle)
+        return handle, pool._to(state, reset=False, return_info=True)
+
+    return np.frombuffer(native["recv"][0], dtype=np.uint8), step
 
 
 def _take(tree: Any, order: np.ndarray) -> Any:

@@ -337,6 +337,8 @@ def _run_compiled(env, actions):
         return jax.lax.scan(compiled.step, state, actions)
 
     _, timesteps = scan(compiled.initial_state, jnp.asarray(actions))
+    # No side effects declared (`envpool_env._xla_step`): JAX dispatches such a program on its fast path.
+    assert not jax.make_jaxpr(scan)(compiled.initial_state, jnp.asarray(actions)).effects
     return [first] + [jax.tree.map(lambda x, t=t: np.asarray(x[t]), timesteps) for t in range(len(actions))]
 
 
