@@ -101,6 +101,7 @@ def run_learner(
     window = TelemetryWindow()
     for version in range(first_version + 1, num_updates + 1):
         start = time.perf_counter()
+        version_key = jax.random.fold_in(key, version)  # Dispatched before the wait, off the actors' path.
         queue_depth = sum(q.qsize() for q in rollout_queues)
         rollouts = [
             control.wait(lambda t, q=q: q.get(timeout=t), f"a rollout from actor thread {index}")
@@ -109,7 +110,7 @@ def run_learner(
         waited = time.perf_counter() - start
 
         start = time.perf_counter()
-        state, (metrics, flags) = update(state, [r.trajectory for r in rollouts], jax.random.fold_in(key, version))
+        state, (metrics, flags) = update(state, [r.trajectory for r in rollouts], version_key)
         parameters.publish(version, acting_params(state))
         metrics, flags = jax.device_get((metrics, flags))  # Waits for the update.
         finite.check(version, jax.tree.map(lambda value: np.reshape(value, (1,)), metrics), flags)
