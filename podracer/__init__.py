@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from podracer.config import validate as validate_config
     from podracer.errors import ConfigError
     from podracer.progress import ProgressBar
-    from podracer.run import Callback, LogEvent, TrainResult
+    from podracer.run import Callback, LogEvent, TrainResult, recent_return
     from podracer.training import train
 
 # Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.host_memory`).
@@ -39,6 +39,7 @@ _EXPORTS = {
     "Callback": ("podracer.run", "Callback"),
     "LogEvent": ("podracer.run", "LogEvent"),
     "TrainResult": ("podracer.run", "TrainResult"),
+    "recent_return": ("podracer.run", "recent_return"),
     "train": ("podracer.training", "train"),
 }
 
@@ -66,6 +67,7 @@ __all__ = [
     "defaults",
     "envs",
     "load_config",
+    "recent_return",
     "train",
     "validate_config",
 ]

@@ -9,6 +9,7 @@ writes the logs), so a multi-host checkpoint hook can take part everywhere.
 """
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -48,6 +49,25 @@ class TrainResult:
     acting_params: Any  # `agent.acting_params(learner_state)`: what `agent.act` needs.
     history: list[dict]  # Every log record, in order.
     steps: int  # Environment steps taken over the whole job.
+
+
+def recent_return(history: Sequence[dict], episodes: int = 100) -> float:
+    """The mean return of a run's last `episodes` episodes (or a few more: whole log windows); NaN if none ended.
+
+    One log record's `mean_episode_return` covers only the episodes that ended
+    in its window, which may be a handful: a run's last window is often cut
+    short by `total_steps`, and CartPole at 500 steps an episode ends few per
+    window. Gym calls CartPole solved at a mean of 475 over 100 consecutive
+    episodes; this is that mean, read back from the records' `episodes` counts.
+    """
+    total = count = 0.0
+    for record in reversed(history):
+        if record.get("episodes"):
+            total += record["mean_episode_return"] * record["episodes"]
+            count += record["episodes"]
+        if count >= episodes:
+            break
+    return total / count if count else math.nan
 
 
 class RunLog:

@@ -130,9 +130,12 @@ def test_pong_impala_runs_a_few_updates():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["sebulba_cartpole_impala", "sebulba_cartpole_ppo"])
 def test_learns_envpool_cartpole(name):
-    """The shipped config, as shipped, on seed 3: not 0, and not one the configs were tuned on (they solve 0-4)."""
+    """The shipped config, as shipped, on seed 3: not 0, and not one the configs were tuned on (they solve 0-4).
+
+    Solved as Gym defines it: a mean return of 475 over the last 100 episodes.
+    """
     history = podracer.train(load_config(name, seed=3)).history
-    assert history[-1]["mean_episode_return"] >= 475, [round(r["mean_episode_return"]) for r in history]
+    assert podracer.recent_return(history) >= 475, [round(r["mean_episode_return"]) for r in history]
 
 
 @pytest.mark.slow
