@@ -4,10 +4,13 @@
 update adds its 512 steps to the device buffers and takes 32 gradient steps
 on batches of 64 sequences on each device (one per 8 environment steps over
 both devices). An MLP model with a 64-unit latent state, unrolled 5 steps,
-10-step value targets over a support of -10..10; MuZero's pUCT search with
-16 simulations, acting on the visit counts at temperature 0.25 (the last of
-the paper's Atari schedule) so that a good policy keeps the pole up for 500
-steps.
+10-step value targets over a support of -10..10, bootstrapped from the
+current model's value (`value_bootstrap="model"`: the searches' stored root
+values, as old as the buffer, left seeds 0-4 at 142-406 after 120K steps);
+MuZero's pUCT search with 16 simulations, acting on the visit counts at
+temperature 0.25 (the last of the paper's Atari schedule) so that a good
+policy keeps the pole up for 500 steps. Seeds 0-4 end 200K steps at 470-500
+(mean of the last 100 episodes 483-500).
 """
 
 from podracer.config import defaults
@@ -19,7 +22,7 @@ def get_config():
     config.cpu_devices = 2
     config.num_envs = 32
     config.unroll_length = 16
-    config.total_steps = 120_000
+    config.total_steps = 200_000
     config.updates_per_dispatch = 20
     config.network.activation = "relu"
     config.network.hidden_sizes = (64,)
@@ -30,6 +33,7 @@ def get_config():
     config.agent.n_step = 10
     config.agent.unroll_steps = 5
     config.agent.support_size = 10
+    config.agent.value_bootstrap = "model"
     config.agent.search = "muzero"
     config.agent.num_simulations = 16
     config.agent.temperature = 0.25

@@ -138,6 +138,45 @@ def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_end
     )  # Column 1 ends at item 2 (LAST), column 2 at item 1, column 3 starts LAST.
 
 
+def test_value_targets_bootstrap_from_given_values_at_steps_n_to_n_plus_k():
+    drawn = sample(4)
+    bootstrap = np.asarray(np.random.default_rng(0).normal(size=(K + 1, S)) * 5, np.float32)
+    got = muzero.targets(drawn.trajectory, agent_config(), jnp.asarray(bootstrap))
+    ts = jax.tree.map(np.asarray, drawn.trajectory.timestep)
+    root_value = np.array(drawn.trajectory.extras["root_value"])
+    root_value[N : N + K + 1] = bootstrap
+    for s in range(S):
+        for k in range(K + 1):
+            expected = np_value_target(
+                ts.step_type[:, s], ts.reward[:, s], ts.discount[:, s], root_value[:, s], k, 0.9, N
+            )
+            if got.in_episode[k, s]:
+                np.testing.assert_allclose(got.values[k, s], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_model_bootstrap_takes_the_current_models_values_without_their_gradient():
+    params, drawn = tiny_model_params(), sample(5)
+    observations = drawn.trajectory.timestep.observation[N : N + K + 1].reshape(-1, 2)
+    _, logits = muzero_model.predict(params, muzero_model.represent(params, observations))
+    model_values = support.to_scalar(logits).reshape(K + 1, S)
+    # The same sample with the model's values stored as the search's: the loss and its gradient must match,
+    # which they would not if the gradient flowed through the bootstrap values.
+    stored = drawn.trajectory.extras["root_value"].at[N:].set(model_values)
+    as_stored = drawn._replace(
+        trajectory=drawn.trajectory.replace(extras={**drawn.trajectory.extras, "root_value": stored})
+    )
+
+    def loss_and_grad(config, sample):
+        return jax.value_and_grad(lambda p: muzero.loss(p, sample, config)[0])(params)
+
+    model_loss, model_grad = loss_and_grad(agent_config(value_bootstrap="model"), drawn)
+    search_loss, search_grad = loss_and_grad(agent_config(), as_stored)
+    unchanged_loss, _ = loss_and_grad(agent_config(), drawn)
+    np.testing.assert_allclose(model_loss, search_loss, rtol=1e-5)
+    assert abs(float(model_loss) - float(unchanged_loss)) > 1e-4  # The bootstrap does change the targets.
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), model_grad, search_grad)
+
+
 class ChainModel(nn.Module):
     """A deterministic toy model: the latent state counts steps; only action `GOOD` at the root pays 1, then nothing.
 
