@@ -121,11 +121,9 @@ def test_unrolled_loss_matches_the_numpy_sum_over_steps(seed):
     assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(gradients))
 
 
-def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_ends():
-    drawn = sample(3)
-    got = muzero.targets(drawn.trajectory, agent_config())
-    ts = jax.tree.map(np.asarray, drawn.trajectory.timestep)
-    root_value = np.asarray(drawn.trajectory.extras["root_value"])
+def assert_values_match_numpy(got: muzero.Targets, trajectory: Trajectory, root_value: np.ndarray) -> None:
+    """Every in-episode value target equals `np_value_target` bootstrapped from `root_value` `[L - 1, S]`."""
+    ts = jax.tree.map(np.asarray, trajectory.timestep)
     for s in range(S):
         for k in range(K + 1):
             expected = np_value_target(
@@ -133,6 +131,12 @@ def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_end
             )
             if got.in_episode[k, s]:
                 np.testing.assert_allclose(got.values[k, s], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_ends():
+    drawn = sample(3)
+    got = muzero.targets(drawn.trajectory, agent_config())
+    assert_values_match_numpy(got, drawn.trajectory, np.asarray(drawn.trajectory.extras["root_value"]))
     np.testing.assert_array_equal(
         got.in_episode, [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
     )  # Column 1 ends at item 2 (LAST), column 2 at item 1, column 3 starts LAST.
@@ -142,16 +146,9 @@ def test_value_targets_bootstrap_from_given_values_at_steps_n_to_n_plus_k():
     drawn = sample(4)
     bootstrap = np.asarray(np.random.default_rng(0).normal(size=(K + 1, S)) * 5, np.float32)
     got = muzero.targets(drawn.trajectory, agent_config(), jnp.asarray(bootstrap))
-    ts = jax.tree.map(np.asarray, drawn.trajectory.timestep)
     root_value = np.array(drawn.trajectory.extras["root_value"])
     root_value[N : N + K + 1] = bootstrap
-    for s in range(S):
-        for k in range(K + 1):
-            expected = np_value_target(
-                ts.step_type[:, s], ts.reward[:, s], ts.discount[:, s], root_value[:, s], k, 0.9, N
-            )
-            if got.in_episode[k, s]:
-                np.testing.assert_allclose(got.values[k, s], expected, rtol=1e-5, atol=1e-5)
+    assert_values_match_numpy(got, drawn.trajectory, root_value)
 
 
 def test_model_bootstrap_takes_the_current_models_values_without_their_gradient():
