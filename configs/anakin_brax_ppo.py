@@ -12,7 +12,7 @@ On an accelerator, widen the batch as Brax does: `--config.num_envs=2048`
 Needs the brax extra: pip install -e '.[brax]'.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

@@ -8,7 +8,7 @@ network moves 0.005 of the way to the online one after every gradient step;
 epsilon decays from 1 to 0.01 over the first 30% of the run.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

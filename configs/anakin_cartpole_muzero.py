@@ -13,7 +13,7 @@ policy keeps the pole up for 500 steps. Seeds 0-4 end 200K steps at 470-500
 (mean of the last 100 episodes 483-500).
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

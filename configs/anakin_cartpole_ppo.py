@@ -5,7 +5,7 @@ separate 64-64 tanh actor and critic, 5e5 environment steps. The 976 updates
 run as 16 dispatches of 61.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

@@ -8,7 +8,7 @@ and two devices about 1.5x as fast as one (docs/benchmarks.md). It solves
 Catch in about 650K steps. Three updates per dispatch log every 24,576 steps.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

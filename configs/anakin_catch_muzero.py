@@ -8,7 +8,7 @@ batches of 64 sequences on each device (one per 4 environment steps). An MLP mod
 for few simulations. It solves Catch in about 200K steps (20 s here).
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

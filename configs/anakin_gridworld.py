@@ -1,6 +1,6 @@
 """Anakin actor-critic on the four-rooms grid world (Sutton, Precup & Singh 1999), random start, fixed goal."""
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

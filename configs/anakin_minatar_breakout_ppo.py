@@ -7,7 +7,7 @@ PureJaxRL's `examples/brax_minatar.ipynb` (tuned for gymnax's MinAtar games):
 Needs the gymnax extra: pip install -e '.[gymnax]'.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

@@ -11,7 +11,7 @@ run stalls near -330; with Adam 3e-4 it needs the whole 1e6 steps to reach -165.
 Needs the gymnax extra: pip install -e '.[gymnax]'.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

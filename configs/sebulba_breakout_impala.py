@@ -2,11 +2,11 @@
 
 import os
 
-from podracer.config import load
+from podracer import load_config
 
 
 def get_config():
-    config = load(os.path.join(os.path.dirname(__file__), "sebulba_pong_impala.py"))
+    config = load_config(os.path.join(os.path.dirname(__file__), "sebulba_pong_impala.py"))
     config.env.name = "Breakout-v5"
     config.total_steps = 50_000_000  # Agent steps: 200M frames, the paper's budget.
     return config

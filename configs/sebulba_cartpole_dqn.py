@@ -9,11 +9,11 @@ which replay does not mind.
 
 import os
 
-from podracer.config import defaults, load
+from podracer import defaults, load_config
 
 
 def get_config():
-    anakin = load(os.path.join(os.path.dirname(__file__), "anakin_cartpole_dqn.py"))
+    anakin = load_config(os.path.join(os.path.dirname(__file__), "anakin_cartpole_dqn.py"))
     config = defaults("dqn", architecture="sebulba")
     config.network, config.optimizer, config.agent = anakin.network, anakin.optimizer, anakin.agent
     config.env.name = "CartPole-v1"

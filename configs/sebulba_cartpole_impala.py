@@ -15,7 +15,7 @@ lag 1 solves 4 of 5 (its misses: 470 and 100 on seed 2, 367 on seed 3 with 2
 learner minibatches).
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

@@ -13,11 +13,11 @@ until 60-100K steps. With the stored search values as bootstraps
 
 import os
 
-from podracer.config import defaults, load
+from podracer import defaults, load_config
 
 
 def get_config():
-    anakin = load(os.path.join(os.path.dirname(__file__), "anakin_cartpole_muzero.py"))
+    anakin = load_config(os.path.join(os.path.dirname(__file__), "anakin_cartpole_muzero.py"))
     config = defaults("muzero", architecture="sebulba")
     config.network, config.optimizer, config.agent = anakin.network, anakin.optimizer, anakin.agent
     config.env.name = "CartPole-v1"

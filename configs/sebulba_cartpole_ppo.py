@@ -14,7 +14,7 @@ with both. Returns near 100 otherwise leave the critic, whose value loss is
 clipped at 0.2 per update around its old values, far behind.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

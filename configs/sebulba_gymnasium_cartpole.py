@@ -10,9 +10,9 @@ processes. Needs the gymnasium extra: pip install -e '.[gymnasium]'.
 
 import os
 
-from podracer.config import load
+from podracer import load_config
 
 
 def get_config():
     envpool_experiment = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sebulba_cartpole_ppo.py")
-    return load(envpool_experiment, {"env.name": "gymnasium:CartPole-v1"})
+    return load_config(envpool_experiment, {"env.name": "gymnasium:CartPole-v1"})

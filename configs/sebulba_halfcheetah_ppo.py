@@ -8,7 +8,7 @@ log-std, observations normalised and rewards scaled by running statistics,
 steps for the same 2,048-step batch, and acting stays one update behind.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

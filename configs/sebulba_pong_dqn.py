@@ -17,7 +17,7 @@ smaller accelerators). Standard envpool Atari preprocessing, as for
 `sebulba_pong_impala`.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

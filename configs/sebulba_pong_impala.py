@@ -12,7 +12,7 @@ device 0 and the learners every other device (or device 0 too on a one-device
 machine); choose others with e.g. `--config.learner_device_ids="(1,2,3)"`.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

@@ -17,7 +17,7 @@ stacked 84x84x4 frames are about 14 GB. Standard envpool Atari
 preprocessing, as for `sebulba_pong_impala`.
 """
 
-from podracer.config import defaults
+from podracer import defaults
 
 
 def get_config():

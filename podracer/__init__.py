@@ -17,30 +17,32 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from podracer import agents, envs
     from podracer.agents import Agent, Trajectory
-    from podracer.config import defaults
-    from podracer.config import load as load_config
-    from podracer.config import validate as validate_config
-    from podracer.errors import ConfigError
-    from podracer.progress import ProgressBar
-    from podracer.run import Callback, LogEvent, TrainResult, recent_return
-    from podracer.training import train
+    from podracer.config.errors import ConfigError
+    from podracer.config.loading import load as load_config
+    from podracer.experiment.schema import defaults
+    from podracer.experiment.schema import validate as validate_config
+    from podracer.experiment.train import train
+    from podracer.run.contract import Callback, LogEvent, TrainResult, recent_return
+    from podracer.run.progress import ProgressBar
+    from podracer.runtime import collectives
 
-# Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.host_memory`).
+# Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.runtime.host_memory`).
 _EXPORTS = {
     "agents": ("podracer.agents", None),
+    "collectives": ("podracer.runtime.collectives", None),
     "envs": ("podracer.envs", None),
     "Agent": ("podracer.agents", "Agent"),
     "Trajectory": ("podracer.agents", "Trajectory"),
-    "defaults": ("podracer.config", "defaults"),
-    "load_config": ("podracer.config", "load"),
-    "validate_config": ("podracer.config", "validate"),
-    "ConfigError": ("podracer.errors", "ConfigError"),
-    "ProgressBar": ("podracer.progress", "ProgressBar"),
-    "Callback": ("podracer.run", "Callback"),
-    "LogEvent": ("podracer.run", "LogEvent"),
-    "TrainResult": ("podracer.run", "TrainResult"),
-    "recent_return": ("podracer.run", "recent_return"),
-    "train": ("podracer.training", "train"),
+    "defaults": ("podracer.experiment.schema", "defaults"),
+    "load_config": ("podracer.config.loading", "load"),
+    "validate_config": ("podracer.experiment.schema", "validate"),
+    "ConfigError": ("podracer.config.errors", "ConfigError"),
+    "ProgressBar": ("podracer.run.progress", "ProgressBar"),
+    "Callback": ("podracer.run.contract", "Callback"),
+    "LogEvent": ("podracer.run.contract", "LogEvent"),
+    "TrainResult": ("podracer.run.contract", "TrainResult"),
+    "recent_return": ("podracer.run.contract", "recent_return"),
+    "train": ("podracer.experiment.train", "train"),
 }
 
 
@@ -64,6 +66,7 @@ __all__ = [
     "Trajectory",
     "__version__",
     "agents",
+    "collectives",
     "defaults",
     "envs",
     "load_config",

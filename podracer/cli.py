@@ -21,7 +21,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from podracer import host_memory
+from podracer.config.errors import UsageError, count
+from podracer.runtime import host_memory
 
 USAGE = """usage: podracer train --config CONFIG_FILE [--config.FIELD=VALUE ...] [--workdir DIR] [--noprogress]
        podracer plot WORKDIR [WORKDIR ...] --out FILE.png [--title TEXT]
@@ -38,10 +39,6 @@ PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-
-
-class UsageError(ValueError):
-    """A malformed command line."""
 
 
 def parse_train_arguments(argv: Sequence[str]) -> tuple[str, dict, str | None, bool]:
@@ -80,18 +77,21 @@ def train(argv: Sequence[str]) -> int:
     # Imported here, so a malformed command line is reported without loading JAX.
     import jax
 
-    import podracer
-    from podracer.finite import NonFiniteError
+    from podracer.config.errors import ConfigError
+    from podracer.config.loading import load
+    from podracer.experiment.train import train as train_run
+    from podracer.run.finite import NonFiniteError
+    from podracer.run.progress import ProgressBar
+    from podracer.run.stopping import StoppedBySignal
     from podracer.sebulba.train import ThreadFailed
-    from podracer.stopping import StoppedBySignal
 
     try:
-        config = podracer.load_config(path, overrides)
+        config = load(path, overrides)
     except (ValueError, OSError) as error:  # ConfigError included.
         return _error("train", error)
     try:
-        result = podracer.train(config, workdir=workdir, callbacks=[podracer.ProgressBar()] if progress else [])
-    except podracer.ConfigError as error:
+        result = train_run(config, workdir=workdir, callbacks=[ProgressBar()] if progress else [])
+    except ConfigError as error:
         return _error("train", error)
     except (ThreadFailed, NonFiniteError) as error:
         return _error("train", error, EXIT_FAILURE)
@@ -201,11 +201,6 @@ def _labels(workdirs: Sequence[str]) -> list[str]:
 def _error(command: str, error: Exception | str, code: int = EXIT_USAGE) -> int:
     print(f"podracer {command}: error: {error}", file=sys.stderr)
     return code
-
-
-def count(number: int, singular: str, plural: str = "") -> str:
-    """`number` and its noun: "1 device", "2 devices", "2 processes" (with `plural`)."""
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
 COMMANDS = {"train": train, "plot": plot, "bench": bench}

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from podracer.metrics_writer import MEMBERS, read_records
+from podracer.run.metrics_writer import MEMBERS, read_records
 
 Records = Sequence[dict]
 Runs = Records | Mapping[str, Records]

@@ -1,4 +1,4 @@
-"""What the non-finite check (`config.check_finite`, podracer.finite) costs Anakin, measured side by side.
+"""What the non-finite check (`config.check_finite`, podracer.run.finite) costs Anakin, measured side by side.
 
 Compiles each benchmark's dispatch twice, with and without the check, and
 times them interleaved on one chain of training state (A, B, A, B, ...), so
@@ -18,11 +18,11 @@ import time
 import jax
 
 from podracer import agents, envs
-from podracer.anakin import settings
+from podracer import load_config as load
 from podracer.anakin.program import make_dispatch, make_init
-from podracer.config import load
-from podracer.topology import device_mesh
-from podracer.xla_cpu import set_cpu_threads
+from podracer.runtime.device_split import anakin_devices
+from podracer.runtime.topology import device_mesh
+from podracer.runtime.xla_cpu import set_cpu_threads
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 BENCHMARKS = {"catch_actor_critic": "anakin_catch.py", "cartpole_ppo": "anakin_cartpole_ppo.py"}
@@ -33,7 +33,7 @@ def measure(filename: str, repeats: int) -> tuple[float, float]:
     config = load(os.path.join(CONFIGS, filename))
     env = envs.wrap_for_training(envs.make(config.env.name))
     agent = agents.make(config, num_updates=10**6)
-    mesh = device_mesh(settings.devices(config))
+    mesh = device_mesh(anakin_devices(config))
     key = jax.random.key(0)
     init = make_init(env, lambda _: agent, config.num_envs, mesh, key, {})
     state = init(key, {})

@@ -145,8 +145,8 @@ def main(argv=None) -> int:
     if not os.path.isfile(os.path.join(args.purejaxrl, "purejaxrl", "ppo.py")):
         parser.error(f"--purejaxrl: no purejaxrl/ppo.py under {args.purejaxrl}; pass the checkout's top folder")
 
-    from podracer.config import load
-    from podracer.xla_cpu import set_cpu_threads
+    from podracer import load_config as load
+    from podracer.runtime.xla_cpu import set_cpu_threads
 
     config_file, overrides, purejaxrl_config = TASKS[args.task]
     overrides, purejaxrl_config = dict(overrides), dict(purejaxrl_config)

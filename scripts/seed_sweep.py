@@ -59,7 +59,7 @@ def main(argv=None) -> int:
 
 
 def default_lag(name: str) -> int | None:
-    from podracer.config import load
+    from podracer import load_config as load
 
     config = load(os.path.join(CONFIGS, f"{name}.py"))
     return config.policy_lag if config.architecture == "sebulba" else None

@@ -16,19 +16,19 @@ from typing import Any
 import jax
 import numpy as np
 
-from podracer import config as config_lib
-from podracer import local_pod
+from podracer.config import loading
+from podracer.runtime import local_pod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fields: Any):
-    """`configs/NAME.py` with overrides of dotted fields, as `podracer.config.load` applies them (then locked).
+    """`configs/NAME.py` with overrides of dotted fields, as `podracer.config.loading.load` applies them (then locked).
 
     Overrides come as a dict (`load_config("x", {"agent.gamma": 0.9})`) or as
     keywords for top-level fields (`load_config("x", num_envs=8)`), or both.
     """
-    return config_lib.load(os.path.join(ROOT, "configs", f"{name}.py"), {**(overrides or {}), **fields})
+    return loading.load(os.path.join(ROOT, "configs", f"{name}.py"), {**(overrides or {}), **fields})
 
 
 def small_sebulba_cartpole(**overrides: Any):
@@ -87,7 +87,7 @@ def last_json_line(stdout: str) -> Any:
 def start_pod(
     name: str, processes: int, devices_per_process: int, args=(), env: Mapping[str, str] | None = None
 ) -> list[subprocess.Popen]:
-    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see `podracer.local_pod`).
+    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see `podracer.runtime.local_pod`).
 
     `env` adds environment variables to every process's.
     """

@@ -21,7 +21,7 @@ import numpy as np
 from podracer.agents import ppo
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
-from podracer.topology import REPLICATED, SHARDED, device_mesh
+from podracer.runtime.topology import REPLICATED, SHARDED, device_mesh
 
 T, B, OBS, A = 5, 3, 4, 3
 

@@ -180,5 +180,5 @@ def test_ppo_minibatches_must_divide_the_transitions():
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))))
 def test_every_config_file_is_valid(path):
     config = load_config(os.path.splitext(os.path.basename(path))[0])
-    podracer.config.validate(config)
+    podracer.validate_config(config)
     assert config.is_locked  # Loaded configs refuse new fields; a typo is an error, not a silent no-op.

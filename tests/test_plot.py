@@ -13,7 +13,7 @@ import pytest
 from ml_collections import ConfigDict
 
 from podracer import cli, plot
-from podracer.metrics_writer import MetricsWriter
+from podracer.run.metrics_writer import MetricsWriter
 from tests.helpers import run_cli
 
 SHARES = (

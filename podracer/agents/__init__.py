@@ -6,7 +6,8 @@ functions that Anakin's program and Sebulba's threads call alike (see
 register themselves by name; `register` adds your own.
 
 Every module of this package is imported with it, so an agent module
-registers itself just by being here.
+registers itself just by being here. Imports `config`, `runtime` and `envs`,
+never the architectures that call it.
 """
 
 import importlib

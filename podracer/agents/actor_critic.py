@@ -16,13 +16,13 @@ import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
-from podracer import field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.losses import policy_gradient_loss
 from podracer.agents.network_agent import one_step_agent, shared_defaults, validate_shared
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import Trajectory, transitions
+from podracer.config import field_checks
 
 
 def defaults() -> ConfigDict:

@@ -35,7 +35,7 @@ class Agent:
       mean and log-std of a Gaussian, the search policy of a search agent.
     - `learn`: one update from a trajectory (`Trajectory`, leaves `[T + 1, B,
       ...]` / `[T, B, ...]`). `axis_name` names the device axis to average
-      gradients over (`podracer.collectives`), or is `None` on one device, so
+      gradients over (`podracer.runtime.collectives`), or is `None` on one device, so
       `jax.jit(agent.learn)` works with no mesh. `metrics` is a dict of
       scalars, the same on every device.
     - `acting_params`: what `act` needs, taken from the learner state (the

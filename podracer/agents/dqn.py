@@ -39,13 +39,14 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer import collectives, field_checks
 from podracer.agents import networks, registry, replay
 from podracer.agents.agent import Agent
 from podracer.agents.optimizer import make_optimizer
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.per_device import PerDevice
+from podracer.config import field_checks
+from podracer.runtime import collectives
+from podracer.runtime.per_device import PerDevice
 
 
 def defaults() -> ConfigDict:

@@ -47,15 +47,16 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer import collectives, field_checks
 from podracer.agents import muzero_model, registry, replay, search, support
 from podracer.agents.agent import Agent
 from podracer.agents.networks import NetworkParams
 from podracer.agents.optimizer import make_optimizer
 from podracer.agents.returns import n_step_returns
 from podracer.agents.trajectory import transitions
+from podracer.config import field_checks
 from podracer.envs.timestep import LAST
-from podracer.per_device import PerDevice
+from podracer.runtime import collectives
+from podracer.runtime.per_device import PerDevice
 
 VALUE_BOOTSTRAPS = ("search", "model")
 

@@ -47,7 +47,7 @@ from podracer.agents.networks import (
     flatten_observation,
     preprocess_pixels,
 )
-from podracer.errors import ConfigError
+from podracer.config.errors import ConfigError
 
 MODELS = ("mlp", "muzero_resnet")
 HEAD_GAIN = 0.01  # Small output layers: the first predictions are near uniform (policy) and near zero (value, reward).

@@ -23,12 +23,13 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer import collectives, field_checks
 from podracer.agents import networks, normalization, policy
 from podracer.agents.agent import Agent
 from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.errors import ConfigError
+from podracer.config import field_checks
+from podracer.config.errors import ConfigError
+from podracer.runtime import collectives
 
 NORMALIZATION_DEFAULTS = {
     "normalize_observations": False,  # Running mean/variance per feature, shared by every replica.

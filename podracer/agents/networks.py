@@ -25,7 +25,7 @@ from ml_collections import ConfigDict
 
 from podracer.agents import normalization
 from podracer.agents.trajectory import merge_leading_dims
-from podracer.errors import ConfigError
+from podracer.config.errors import ConfigError
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 TORSOS = ("mlp", "nature_cnn", "impala_resnet", "muzero_resnet")  # The last is MuZero's model only.

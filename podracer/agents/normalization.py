@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from podracer import collectives
+from podracer.runtime import collectives
 
 EPSILON = 1e-8
 OBSERVATION_CLIP = 10.0

@@ -20,14 +20,15 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer import collectives, field_checks
 from podracer.agents import networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.network_agent import hyperparameters, network_agent, shared_defaults, validate_shared
 from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.errors import ConfigError
+from podracer.config import field_checks
+from podracer.config.errors import ConfigError
+from podracer.runtime import collectives
 
 
 def defaults() -> ConfigDict:

@@ -33,9 +33,9 @@ import jax.numpy as jnp
 import mctx
 from ml_collections import ConfigDict
 
-from podracer import field_checks
 from podracer.agents import muzero_model, support
 from podracer.agents.networks import NetworkParams
+from podracer.config import field_checks
 
 SEARCHES = ("muzero", "gumbel")
 

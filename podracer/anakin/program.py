@@ -8,10 +8,10 @@ again), so the host only launches programs and reads metrics. The learner
 state is replicated; environment states and actor keys are sharded along the
 batch. Parts of the learner state an agent marks `PerDevice` (a replay
 buffer) are each device's own, stacked along a leading device axis
-(`podracer.per_device`). Every random draw belongs to one environment (its
+(`podracer.runtime.per_device`). Every random draw belongs to one environment (its
 own key), so the data do not depend on how the batch is split over devices.
 
-A population (`podracer.population`) vmaps that per-device program over its
+A population (`podracer.config.population`) vmaps that per-device program over its
 members: every part of the state gains a leading member axis, and each
 member's agent is built from its hyperparameters, which the dispatch takes as
 arrays `[members]`.
@@ -26,13 +26,14 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from podracer import collectives, finite, per_device
 from podracer.agents import Agent, Trajectory
 from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
 from podracer.envs.wrappers import split_keys
-from podracer.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
+from podracer.run import finite
+from podracer.runtime import collectives, per_device
+from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 
 
 @struct.dataclass
@@ -173,7 +174,7 @@ def make_dispatch(
     `dispatch(state, hyperparameters) -> (state, (metrics, completed,
     finite))`: metrics and completed episodes stacked over the K updates
     (identical on every device), and with `check_finite` whether each leaf of
-    the final learner state is finite (`podracer.finite.leaf_flags`; empty
+    the final learner state is finite (`podracer.run.finite.leaf_flags`; empty
     without). A population's outputs have a leading member axis; its members
     run `members_in_parallel` at a time (`over_members`). The input state's
     buffers are donated.

@@ -2,12 +2,10 @@
 
 import math
 
-import jax
 from ml_collections import ConfigDict
 
-from podracer import envs, field_checks
-from podracer.errors import ConfigError
-from podracer.topology import anakin_devices
+from podracer import envs
+from podracer.config import field_checks
 
 
 def add_defaults(config: ConfigDict) -> None:
@@ -34,31 +32,6 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "members_in_parallel", at_least=0, example=8)
     if env_from_config:
         envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
-
-
-def devices(config: ConfigDict) -> list[jax.Device]:
-    """The devices the run replicates over; raises `ConfigError` where this machine cannot give them."""
-    available = jax.device_count()
-    if config.num_devices > available:
-        raise ConfigError(
-            "num_devices",
-            f"{config.num_devices} devices requested but this job has {available} ({jax.default_backend()})",
-            f"set --config.num_devices between 1 and {available}, or 0 for all",
-        )
-    if config.replicas > 1 and config.num_devices not in (0, available):
-        raise ConfigError(
-            "num_devices",
-            f"a job of {config.replicas} processes replicates over all its devices",
-            "leave --config.num_devices=0",
-        )
-    chosen = anakin_devices(config.num_devices)
-    if config.num_envs % len(chosen):
-        raise ConfigError(
-            "num_envs",
-            f"{config.num_envs} environments cannot be split evenly over {len(chosen)} devices",
-            f"set --config.num_envs to a multiple of {len(chosen)}",
-        )
-    return chosen
 
 
 def steps_per_dispatch(config: ConfigDict) -> int:

@@ -17,18 +17,21 @@ import jax
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer import agents, envs, finite, population
-from podracer import config as config_lib
+from podracer import agents, envs
 from podracer.agents import Agent
 from podracer.anakin import settings
 from podracer.anakin.program import make_dispatch, make_init, over_members
-from podracer.checkpoints import Checkpointer, agree
+from podracer.config import population
 from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
-from podracer.metrics_writer import MEMBERS
-from podracer.run import Callback, RunLog, TrainResult, episode_summary
-from podracer.stopping import StoppedBySignal, stop_signals
-from podracer.topology import device_mesh
+from podracer.envs.registry import with_config_kwargs
+from podracer.run import finite
+from podracer.run.checkpoints import Checkpointer, agree
+from podracer.run.contract import Callback, RunLog, TrainResult, episode_summary
+from podracer.run.metrics_writer import MEMBERS
+from podracer.run.stopping import StoppedBySignal, stop_signals
+from podracer.runtime.device_split import anakin_devices
+from podracer.runtime.topology import device_mesh
 
 
 def train(
@@ -47,9 +50,9 @@ def train(
     """
     started = time.perf_counter()
     checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
-    mesh = device_mesh(settings.devices(config))
+    mesh = device_mesh(anakin_devices(config))
     if env is None:
-        env = config_lib.make_environment(config, envs.make, config.env.name)
+        env = with_config_kwargs(config, envs.make, config.env.name)
     training_env = envs.wrap_for_training(env)
     num_updates = settings.num_dispatches(config) * config.updates_per_dispatch
     build = functools.partial(agents.make, num_updates=num_updates)

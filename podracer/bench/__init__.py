@@ -11,4 +11,5 @@ Each point is measured in a fresh process with the devices it needs
 (`launch`, `worker`), at steady state (`steady`), `--repeats` times; results
 go to bench.csv and bench.md (`report`) and a PNG per figure (`charts`), each
 row with the machine it ran on (`machine`). `command` is the command line.
+Imports every layer but the command line, which imports it.
 """

@@ -16,10 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from podracer import population
 from podracer.anakin import settings
 from podracer.bench import configs
 from podracer.bench.records import AnakinRun, Point, Row, Setup
+from podracer.config import population
 
 FIGURE = "4a"
 BENCHMARKS = ("anakin_catch", "anakin_cartpole_ppo")

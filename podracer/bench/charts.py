@@ -13,7 +13,7 @@ from podracer import plot
 from podracer.bench.population import per_member
 from podracer.bench.records import Row
 from podracer.bench.steady import Spread
-from podracer.cli import count
+from podracer.config.errors import count
 
 FILE_NAMES = {
     "4a": "fig4a.png",

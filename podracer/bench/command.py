@@ -31,7 +31,7 @@ from podracer.bench import (
 )
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread, spread
-from podracer.cli import UsageError, count
+from podracer.config.errors import UsageError, count
 
 DEFAULT_FIGURES = ("4a", "4b", "4c", "pipeline")
 SEBULBA_ENVS = ("pong", "cartpole")

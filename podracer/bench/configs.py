@@ -6,7 +6,7 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer.config import load
+from podracer.config.loading import load
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from podracer.bench.machine import MACHINE_COLUMNS, Machine
 from podracer.bench.population import per_member
 from podracer.bench.records import ROW_COLUMNS, Row
-from podracer.cli import count
+from podracer.config.errors import count
 
 COLUMNS = ROW_COLUMNS + MACHINE_COLUMNS
 MARKDOWN_COLUMNS = ("figure", "sweep", "benchmark", "env", "network", "platform", "setting")

@@ -17,18 +17,18 @@ from collections.abc import Sequence
 
 import jax
 
-import podracer
 from podracer.bench import steady
 from podracer.bench.envpool_raw import envpool_frames_per_second
 from podracer.bench.records import AnakinRun, EnvpoolRun, Task, task_from_json
+from podracer.config.loading import load
+from podracer.experiment.train import train
 
 
 def rate(task: Task) -> tuple[float, str]:
     """One measurement of `task`: its rate and the rate's unit."""
     if isinstance(task, EnvpoolRun):
         return envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread), "frames/s"
-    config = podracer.load_config(task.config, task.overrides)
-    history = podracer.train(config).history
+    history = train(load(task.config, task.overrides)).history
     if isinstance(task, AnakinRun):
         return steady.anakin_rate(history), "steps/s"
     return steady.sebulba_rate(history, task.warmup), "frames/s"

@@ -1,4 +1,10 @@
-"""Environments: pure-JAX ones for Anakin, host batches for Sebulba, the registry that names both, wrappers."""
+"""Environments: pure-JAX ones for Anakin, host batches for Sebulba, the registry that names both, wrappers.
+
+A pure-JAX `Environment` has functional `reset` and `step` with dm_env's
+timestep fields; a `HostEnvironment` steps a batch on the host (envpool,
+Gymnasium). `SUITE:TASK` names reach existing suites through adapters,
+imported only when named. Imports only `podracer.config` and `podracer.runtime`.
+"""
 
 from podracer.envs import episodes
 from podracer.envs.base import Environment

@@ -33,9 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from dm_env import specs
 
+from podracer.config.field_checks import is_whole_number
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-from podracer.field_checks import is_whole_number
 
 # Importing brax prints "Failed to import warp" (mujoco.mjx, without its GPU extra) and warns that jaxopt is
 # deprecated; neither is the user's concern.

@@ -15,9 +15,9 @@ import jax.numpy as jnp
 from dm_env import specs
 from flax import struct
 
+from podracer.config.field_checks import is_whole_number
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-from podracer.field_checks import is_whole_number
 
 
 @struct.dataclass

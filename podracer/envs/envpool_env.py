@@ -109,10 +109,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from podracer.config.field_checks import is_number, is_whole_number, matches_default_type
 from podracer.envs import spaces
 from podracer.envs.host import CompiledStep, HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
-from podracer.field_checks import is_number, is_whole_number, matches_default_type
 
 ATARI_DEFAULTS: dict[str, Any] = {
     "img_height": 84,  # Observations: 84x84 grey frames,

@@ -23,9 +23,9 @@ import numpy as np
 from dm_env import specs
 from flax import struct
 
+from podracer.config.field_checks import is_whole_number
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-from podracer.field_checks import is_whole_number
 
 # Figure 2 of the paper: "#" is a wall, "." a free cell.
 _LAYOUT_ROWS = (

@@ -39,9 +39,9 @@ from dm_env import specs
 from flax import struct
 from gymnax.environments import spaces
 
+from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-from podracer.field_checks import is_whole_number, matches_default_type
 
 Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
 

@@ -28,13 +28,15 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ml_collections import ConfigDict
+
+from podracer.config.errors import ConfigError
 from podracer.envs import envpool_env
 from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import HostEnvironment
-from podracer.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +96,7 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
     look the task up; builds nothing. With `import_suite=False` (static
     validation) a suite's task is not looked up, only its prefix, architecture
     and installation: importing gymnax starts JAX's backends, which must wait
-    until the job has started (`podracer.distributed.start`); `make` and
+    until the job has started (`podracer.runtime.distributed.start`); `make` and
     `host_factory` look the task up.
     """
     architecture = "sebulba" if host else "anakin"
@@ -148,6 +150,24 @@ def host_factory(name: str) -> Callable[..., HostEnvironment]:
     if prefix:
         return functools.partial(_adapter(prefix).make, task)
     return _HOST.get(name) or functools.partial(envpool_env.make_envpool_env, name)
+
+
+def with_config_kwargs(config: ConfigDict, factory: Callable, *args: Any) -> Any:
+    """`factory(*args, **config.env.kwargs)`, with the environment's refusal of its options as a `ConfigError`.
+
+    Both architectures build the config's environment this way: Anakin's with
+    `make`, Sebulba's batches with `host_factory`'s factory.
+    """
+    try:
+        return factory(*args, **config.env.kwargs)
+    except ConfigError:  # The registry's, on env.name.
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(
+            "env.kwargs",
+            f"{config.env.name} rejects {dict(config.env.kwargs)} ({error})",
+            "pass only the environment's own options, at values it accepts",
+        ) from None
 
 
 def split_suite(name: str) -> tuple[str, str]:

@@ -20,13 +20,14 @@ import numpy as np
 from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
-from podracer import finite, per_device
 from podracer.agents import Agent
-from podracer.checkpoints import agree
+from podracer.run import finite
+from podracer.run.checkpoints import agree
+from podracer.runtime import per_device
+from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, per_device_program
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.telemetry import TelemetryWindow
-from podracer.topology import DEVICE_AXIS, REPLICATED, per_device_program
 
 # Trajectory leaves are time-major, [T (+ 1), B, ...]: shard the batch axis over the learner devices.
 TRAJECTORY_SPEC = PartitionSpec(None, DEVICE_AXIS)
@@ -45,7 +46,7 @@ def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int, chec
 
     `trajectories` is a list with one trajectory per actor thread; the input
     state is donated. With `check_finite`, `finite` says whether each leaf of
-    the new state is finite (`podracer.finite.leaf_flags`); it is empty without.
+    the new state is finite (`podracer.run.finite.leaf_flags`); it is empty without.
     """
 
     def on_device(state: Any, trajectories: list, key):
@@ -90,7 +91,7 @@ def run_learner(
     """The body of the learner thread: updates `first_version + 1` to `num_updates`; appends the final state to `result`.
 
     After each update it checks the metrics and the state for non-finite
-    values (`podracer.finite.check`, raising before the state can be saved).
+    values (`podracer.run.finite.check`, raising before the state can be saved).
     Every `log_every` updates (and after the last) it hands `report` the
     window's record; when a checkpoint is due, or a signal asked the run to
     stop, it hands `report` the state to save. Saves are the main thread's

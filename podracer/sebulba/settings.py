@@ -5,9 +5,10 @@ import math
 import jax
 from ml_collections import ConfigDict
 
-from podracer import envs, field_checks
+from podracer import envs
+from podracer.config import field_checks
+from podracer.config.errors import ConfigError
 from podracer.envs.host import HostEnvironment
-from podracer.errors import ConfigError
 
 STEPPINGS = ("auto", "compiled", "host")  # config.env_stepping (see env_stepping).
 
@@ -66,54 +67,6 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
         envs.check(config.env.name, host=True, import_suite=False)  # Tasks are looked up as envs are built.
 
 
-def device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The actor and learner device positions among this process's devices; raises `ConfigError` if impossible.
-
-    An empty `learner_device_ids` means every local device the actors do not
-    use, or the actors' own device when the process has a single device.
-    """
-    available = jax.local_device_count()
-    actors = tuple(config.actor_device_ids)
-    learners = tuple(config.learner_device_ids)
-    if not learners and available > 1 and set(range(available)) <= set(actors):
-        raise ConfigError(
-            "actor_device_ids",
-            f"{actors} are all {available} devices of this process, which leaves none to learn on",
-            "leave at least one device out of actor_device_ids (learner_device_ids=() takes the rest), "
-            "or share one device only on a one-device process",
-        )
-    learners = learners or tuple(i for i in range(available) if i not in actors) or actors
-    for field, ids in (("actor_device_ids", actors), ("learner_device_ids", learners)):
-        if not all(i < available for i in ids):
-            raise ConfigError(
-                field,
-                f"{ids} are not all positions among this process's {available} {jax.default_backend()} devices",
-                f"choose distinct ids from 0..{available - 1}",
-            )
-    if set(actors) & set(learners) and available > 1:
-        raise ConfigError(
-            "learner_device_ids",
-            f"devices {sorted(set(actors) & set(learners))} are also actor devices",
-            "make actor_device_ids and learner_device_ids disjoint (they may share a "
-            "device only when the process has just one), or leave learner_device_ids=() for the rest",
-        )
-    if config.envs_per_thread % len(learners):
-        raise ConfigError(
-            "envs_per_thread",
-            f"{config.envs_per_thread} environments cannot be split evenly over {len(learners)} learner devices",
-            f"set --config.envs_per_thread to a multiple of {len(learners)}",
-        )
-    per_learner = environments_per_learner(config, actors, learners)
-    if per_learner % config.learner_minibatches:
-        raise ConfigError(
-            "learner_minibatches",
-            f"the {per_learner} environments each learner device receives "
-            f"per update do not split into {config.learner_minibatches} equal minibatches",
-            "choose a divisor of that number",
-        )
-    return actors, learners
-
-
 def env_stepping(config: ConfigDict, env: HostEnvironment, actor_devices: list[jax.Device]) -> str:
     """`compiled` or `host`: how the actors step `env`; `ConfigError` if `config.env_stepping` cannot be had.
 
@@ -134,11 +87,6 @@ def env_stepping(config: ConfigDict, env: HostEnvironment, actor_devices: list[j
             "set --config.env_stepping=host (or auto, which compiles only where it can)",
         ) from None
     return "compiled"
-
-
-def environments_per_learner(config: ConfigDict, actors: tuple[int, ...], learners: tuple[int, ...]) -> int:
-    """The environments whose steps each learner device receives per update (before `learner_minibatches`)."""
-    return config.envs_per_thread * config.actor_threads_per_device * len(actors) // len(learners)
 
 
 def steps_per_update(config: ConfigDict, num_actor_threads: int) -> int:

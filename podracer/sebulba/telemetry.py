@@ -13,7 +13,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from podracer.envs.episodes import Completed
-from podracer.run import episode_summary
+from podracer.run.contract import episode_summary
 from podracer.sebulba.actor import Rollout
 
 

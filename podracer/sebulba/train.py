@@ -28,22 +28,24 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 from ml_collections import ConfigDict
 
-from podracer import agents, envs, per_device
-from podracer import config as config_lib
+from podracer import agents, envs
 from podracer.agents import Agent, Trajectory
-from podracer.checkpoints import Checkpointer
 from podracer.envs.host import HostEnvFactory, HostEnvironment
+from podracer.envs.registry import with_config_kwargs
 from podracer.envs.timestep import TimeStep
-from podracer.finite import NonFiniteError
-from podracer.run import Callback, RunLog, TrainResult
+from podracer.run.checkpoints import Checkpointer
+from podracer.run.contract import Callback, RunLog, TrainResult
+from podracer.run.finite import NonFiniteError
+from podracer.run.stopping import StoppedBySignal, stop_signals
+from podracer.runtime import per_device
+from podracer.runtime.device_split import sebulba_device_ids
+from podracer.runtime.topology import REPLICATED, device_mesh, devices_by_id
 from podracer.sebulba import settings
 from podracer.sebulba.actor import make_send, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update, run_learner
 from podracer.sebulba.lifecycle import RunControl, start_worker
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.unroll import make_unroll
-from podracer.stopping import StoppedBySignal, stop_signals
-from podracer.topology import REPLICATED, device_mesh, devices_by_id
 
 JOIN_TIMEOUT_SECONDS = 30.0
 # How long after a signal the learner may take to finish its update and hand over a checkpoint. Past it the run
@@ -133,14 +135,14 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
     the environments' seeds and the actors' keys.
     """
     started = time.perf_counter()
-    actor_ids, learner_ids = settings.device_ids(config)
+    actor_ids, learner_ids = sebulba_device_ids(config)
     actor_devices = devices_by_id(actor_ids)
     learner_mesh = device_mesh(devices_by_id(learner_ids, every_process=True))
     num_threads = len(actor_devices) * config.actor_threads_per_device
     first_thread = jax.process_index() * num_threads
     num_updates = settings.num_updates(config, num_threads)
     if make_env is None:
-        make_env = functools.partial(config_lib.make_environment, config, envs.host_factory(config.env.name))
+        make_env = functools.partial(with_config_kwargs, config, envs.host_factory(config.env.name))
     host_envs: list[HostEnvironment] = []
     try:
         for index in range(first_thread, first_thread + num_threads):

@@ -7,7 +7,7 @@ import pytest
 
 import podracer
 from podracer import agents, envs
-from podracer.topology import DEVICE_AXIS, REPLICATED, device_mesh
+from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 
 T, B = 8, 6
 

@@ -22,8 +22,8 @@ from podracer.agents.networks import (
     make_network,
     preprocess_pixels,
 )
-from podracer.config import defaults, validate
-from podracer.errors import ConfigError
+from podracer.config.errors import ConfigError
+from podracer.experiment.schema import defaults, validate
 
 NUM_ACTIONS = 6
 ATARI_SHAPE = (4, 84, 84)  # envpool's channels-first stack of four 84x84 greyscale frames.

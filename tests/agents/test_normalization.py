@@ -11,7 +11,7 @@ import podracer
 from podracer import agents
 from podracer.agents import normalization
 from podracer.agents.network_agent import normalize
-from podracer.topology import DEVICE_AXIS, SHARDED, device_mesh
+from podracer.runtime.topology import DEVICE_AXIS, SHARDED, device_mesh
 from tests.references import make_trajectory
 
 RNG = np.random.default_rng(0)

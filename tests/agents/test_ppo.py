@@ -10,7 +10,7 @@ import pytest
 
 from podracer.agents import ppo
 from podracer.agents.optimizer import LearnerState
-from podracer.topology import DEVICE_AXIS
+from podracer.runtime.topology import DEVICE_AXIS
 from tests.references import (
     OBS,
     A,

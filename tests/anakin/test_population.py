@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import podracer
-from podracer import population
-from podracer.errors import ConfigError
+from podracer.config import population
+from podracer.config.errors import ConfigError
 from podracer.plot import read_metrics
 from tests.helpers import load_config
 

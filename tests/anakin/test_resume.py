@@ -18,7 +18,7 @@ import time
 import pytest
 
 import podracer
-from podracer.checkpoints import Checkpointer
+from podracer.run.checkpoints import Checkpointer
 from tests.helpers import ROOT, last_json_line, load_config, run_module, start_pod, subprocess_env
 
 CONFIG = "anakin_catch"

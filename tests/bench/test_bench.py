@@ -5,8 +5,8 @@ import csv
 import matplotlib.image
 import pytest
 
-from podracer import host_memory
 from podracer.bench import charts, report
+from podracer.runtime import host_memory
 from tests.helpers import run_cli
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

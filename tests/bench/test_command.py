@@ -6,6 +6,7 @@ import pytest
 
 from podracer import cli
 from podracer.bench import command, machine
+from podracer.config.errors import UsageError
 
 NOW = datetime.datetime(2026, 11, 22, 21, 30, 5, tzinfo=datetime.UTC)
 
@@ -82,7 +83,7 @@ def test_an_out_folder_with_results_or_a_file_is_refused(tmp_path, capsys):
 
 def test_more_devices_than_the_accelerators_is_refused_unless_on_forced_cpu_devices():
     gpus = machine.Devices("gpu", "NVIDIA H100", 2)
-    with pytest.raises(cli.UsageError, match="--devices 4: this machine has 2 gpu devices .*--cpu"):
+    with pytest.raises(UsageError, match="--devices 4: this machine has 2 gpu devices .*--cpu"):
         command.plan_setup(command.parse_arguments(["--devices", "4"]), gpus)
     assert command.plan_setup(command.parse_arguments(["--devices", "4", "--cpu"]), gpus).max_devices == 4
     assert command.plan_setup(command.parse_arguments([]), gpus).max_devices == 2

@@ -14,9 +14,9 @@ import pytest
 from dm_env import specs
 
 import podracer
+from podracer.config.errors import ConfigError
 from podracer.envs import FIRST, LAST, MID, HostEnvironment
 from podracer.envs.gymnasium_env import GymnasiumEnvironment, is_task, make
-from podracer.errors import ConfigError
 from tests.envs.gymnasium_envs import TERMINAL_ACTION, Counter, Crashing, DictCounter, DiscreteObservation
 
 LIMIT = 4  # Counter's time limit (a TimeLimit wrapper: truncation).

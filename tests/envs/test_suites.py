@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from podracer import envs
+from podracer.config.errors import ConfigError
 from podracer.envs import brax_env, gymnax_env
-from podracer.errors import ConfigError
 
 
 def test_make_builds_the_suites_adapters_with_their_settings():

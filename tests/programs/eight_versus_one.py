@@ -11,7 +11,7 @@ import numpy as np
 
 from podracer import agents, envs
 from podracer.anakin.program import make_dispatch, make_init
-from podracer.topology import device_mesh
+from podracer.runtime.topology import device_mesh
 from tests.helpers import load_config, replicas_identical
 
 

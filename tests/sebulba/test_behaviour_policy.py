@@ -21,12 +21,12 @@ from jax.sharding import NamedSharding
 import podracer
 from podracer import agents
 from podracer.envs import make_envpool_env
+from podracer.runtime.topology import device_mesh
 from podracer.sebulba.actor import make_send, policy_version, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.unroll import make_unroll
-from podracer.topology import device_mesh
 
 ROLLOUTS, UNROLL, ENVS = 5, 6, 4
 

@@ -14,8 +14,8 @@ import pytest
 
 import podracer
 from podracer import agents
+from podracer.config.errors import ConfigError
 from podracer.envs import LAST, HostEnvironment, make_envpool_env
-from podracer.errors import ConfigError
 from podracer.sebulba import settings
 from podracer.sebulba.unroll import make_unroll
 

@@ -3,7 +3,7 @@
 Every replicated program in podracer is written per device (pmap-style) with
 `jax.shard_map` over a 1-D `Mesh` whose single axis is `DEVICE_AXIS`; the
 programs hand that name to `agent.learn`, whose collectives average over it
-(`podracer.collectives`).
+(`podracer.runtime.collectives`).
 """
 
 from collections.abc import Callable, Sequence
@@ -31,15 +31,9 @@ def per_device_program(fn: Callable, mesh: Mesh, in_specs, out_specs) -> Callabl
     them ("Primitive add requires varying manual axes to match", JAX 0.8),
     and podracer's programs write every collective out, pmap-style, so they
     rely on no inferred one. Gradients are each device's own until averaged
-    (`podracer.collectives`), as the test of 8 devices against 1 checks.
+    (`podracer.runtime.collectives`), as the test of 8 devices against 1 checks.
     """
     return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
-
-
-def anakin_devices(num_devices: int) -> list[jax.Device]:
-    """The first `num_devices` devices of the job (every process's, process by process); 0 means all."""
-    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
-    return devices if num_devices == 0 else devices[:num_devices]
 
 
 def devices_by_id(ids: Sequence[int], every_process: bool = False) -> list[jax.Device]:

@@ -1,7 +1,7 @@
 """Where log records go: `metrics.jsonl`, TensorBoard event files, and the resolved config.
 
 Only process 0 of a job writes; without a workdir nothing is written. A
-population's record (`podracer.population`) holds one record per member under
+population's record (`podracer.config.population`) holds one record per member under
 `members`; `metrics.jsonl` gets each member's as a line of its own, carrying
 its `member` index, before the population's line, and `read_records` puts
 them back under it. TensorBoard shows a member's scalars as `member_I/NAME`.
@@ -14,7 +14,7 @@ import os
 from ml_collections import ConfigDict
 from tensorboardX import SummaryWriter
 
-from podracer.distributed import is_chief
+from podracer.runtime.distributed import is_chief
 
 MEMBERS = "members"  # The field of a population's record that holds its members' records.
 

@@ -1,6 +1,6 @@
 """Checks of single config fields: types, ranges and choices, each failing with a `ConfigError` that says the fix.
 
-Static validation (`podracer.config.validate`, every agent's own `validate`,
+Static validation (`podracer.experiment.schema.validate`, every agent's own `validate`,
 each architecture's `settings.validate`) is written with these, so every
 message has the same shape: the field, what is wrong with its value, and a
 value that would work. Nothing here touches a device.
@@ -12,7 +12,7 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer.errors import ConfigError
+from podracer.config.errors import ConfigError
 
 # The largest count, size or seed a field may hold: XLA indexes arrays, and envpool seeds environments, with int32.
 INT32_MAX = 2**31 - 1

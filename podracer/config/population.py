@@ -22,8 +22,8 @@ import jax
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer import field_checks
-from podracer.errors import ConfigError
+from podracer.config import field_checks
+from podracer.config.errors import ConfigError
 
 FIELD = "population"
 VARIABLE_GROUPS = ("agent", "optimizer")  # Where the hyperparameters a member may vary live, besides `seed`.

@@ -26,7 +26,7 @@ from collections import Counter
 
 import pytest
 
-from podracer import config as config_lib
+from podracer.config import loading
 from tests.helpers import ROOT, last_json_line, run_module
 
 
@@ -45,7 +45,7 @@ LAMBDA = {"actor_critic": "td_lambda", "ppo": "gae_lambda", "impala": "vtrace_la
 BASES = {
     os.path.basename(path)[: -len(".py")]: config
     for path in sorted(glob.glob(os.path.join(ROOT, "configs", "*.py")))
-    if (config := config_lib.load(path)).agent.name in LAMBDA
+    if (config := loading.load(path)).agent.name in LAMBDA
 }
 ANAKIN = [name for name, config in BASES.items() if config.architecture == "anakin"]
 SEBULBA = [name for name, config in BASES.items() if config.architecture == "sebulba"]

@@ -17,7 +17,7 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer.envs.episodes import Completed
-from podracer.metrics_writer import MetricsWriter
+from podracer.run.metrics_writer import MetricsWriter
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,37 +1,29 @@
-"""Experiment configuration: every field's default, loading config files, and static validation.
+"""Every field of an experiment: the defaults for an agent on an architecture, and static validation of a config.
 
-Experiments are `ml_collections` config files under `configs/` (the convention
-of flax's examples): each defines `get_config()` starting from
-`defaults(agent, architecture)` and overriding what it needs. `load(path,
-overrides)` is the one way to read such a file, for the command line, the
-scripts and the tests alike. `validate` checks types, ranges, choices and
+`defaults(agent, architecture)` assembles a config from the run's common
+fields, the architecture's (`podracer.anakin.settings`,
+`podracer.sebulba.settings`), the network's and optimiser's, and the agent's
+own (its registry entry). `validate` checks types, ranges, choices and
 cross-field rules before any device is touched; what depends on the machine
-(device counts, environment options) is checked by each architecture as it
-builds its run, still before anything is compiled. Every failure is a
-`ConfigError` naming the field and the fix.
+(device counts, environment options) is checked as each architecture builds
+its run, still before anything is compiled. Every failure is a `ConfigError`
+naming the field and the fix.
 """
-
-import ast
-import difflib
-import os
-import runpy
-from collections.abc import Callable, Mapping
-from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer import agents, field_checks, population
+from podracer import agents
 from podracer.agents.networks import TORSOS
 from podracer.agents.optimizer import OPTIMIZERS
 from podracer.anakin import settings as anakin_settings
-from podracer.errors import ConfigError
+from podracer.config import field_checks, population
+from podracer.config.errors import ConfigError
+from podracer.config.loading import OPEN_FIELDS, unknown_field
 from podracer.sebulba import settings as sebulba_settings
 
 ARCHITECTURES = {"anakin": anakin_settings, "sebulba": sebulba_settings}
-RESUME_MODES = ("auto", "never", "must")  # See podracer.checkpoints.
+RESUME_MODES = ("auto", "never", "must")  # See podracer.run.checkpoints.
 ACTIVATIONS = ("tanh", "relu")
-# Groups whose fields are the user's (an environment's options, a population's members): overrides may add to them.
-OPEN_FIELDS = ("env.kwargs", population.FIELD)
 
 
 def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> ConfigDict:
@@ -41,13 +33,17 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config = ConfigDict()
     config.architecture = architecture
     config.seed = 0
-    config.replicas = 1  # Processes (hosts) in the job; the one value that scales out (see podracer.distributed).
+    config.replicas = (
+        1  # Processes (hosts) in the job; the one value that scales out (see podracer.runtime.distributed).
+    )
     config.total_steps = 1_000_000  # Environment steps over the whole run (every device, every actor).
-    # XLA:CPU threads (see podracer.xla_cpu): one suits Anakin's small networks, 0 (one per core) Sebulba's
+    # XLA:CPU threads (see podracer.runtime.xla_cpu): one suits Anakin's small networks, 0 (one per core) Sebulba's
     # actor and learner devices sharing the CPU.
     config.cpu_threads = 1 if architecture == "anakin" else 0
-    config.cpu_devices = 1  # XLA:CPU devices to split the CPU into (podracer.xla_cpu); no effect on an accelerator.
-    config.checkpoint = ConfigDict(  # With a workdir, checkpoints go to WORKDIR/checkpoints (podracer.checkpoints).
+    config.cpu_devices = (
+        1  # XLA:CPU devices to split the CPU into (podracer.runtime.xla_cpu); no effect on an accelerator.
+    )
+    config.checkpoint = ConfigDict(  # With a workdir, checkpoints go to WORKDIR/checkpoints (podracer.run.checkpoints).
         {
             "every_updates": 0,  # Save every N updates (0: not by count).
             "every_minutes": 10.0,  # Save every M minutes of wall time (0: not by time). Also at the end.
@@ -55,7 +51,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
         }
     )
     config.resume = "auto"  # auto: resume from the workdir's newest checkpoint if any; never: start afresh; must.
-    config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.finite).
+    config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.run.finite).
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(
         {
@@ -72,68 +68,9 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
         {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
     )
     config.agent = ConfigDict({"name": agent, **agents.lookup(agent).defaults()})
-    # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.population).
+    # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.config.population).
     config.population = ConfigDict()
     return config
-
-
-def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
-    """The config `path`'s `get_config()` returns, with `overrides` applied, then locked against new fields.
-
-    `overrides` maps dotted fields to values, e.g. `{"agent.gamma": 0.9}`. A
-    value may also be text as typed on a command line (`"0.9"`, `"(0, 1)"`,
-    `"True"`), which is read as the field's type. An unknown field or a value
-    of the wrong type raises `ConfigError`; a missing file `FileNotFoundError`.
-    """
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no config file {path!r}; pass a file from configs/, e.g. configs/anakin_catch.py")
-    get_config = runpy.run_path(path).get("get_config")
-    if not callable(get_config):
-        raise ValueError(f"{path} defines no get_config(); a config file returns its ConfigDict from get_config()")
-    config = get_config()
-    if not isinstance(config, ConfigDict):
-        raise ValueError(f"{path}'s get_config() returned {type(config).__name__}, not the ConfigDict of defaults()")
-    for field, value in (overrides or {}).items():
-        override(config, field, value, source=path)
-    config.lock()
-    for field in OPEN_FIELDS:
-        group = field_checks.get(config, field)
-        if not isinstance(group, ConfigDict):
-            raise ConfigError(
-                field, f"must be a group of options, got {group!r}", f"set options one by one: {field}.NAME"
-            )
-        group.unlock()
-    return config
-
-
-def override(config: ConfigDict, field: str, value: Any, source: str = "the config") -> None:
-    """Sets the dotted `field` to `value` (text is read as the field's type); `ConfigError` if it cannot be."""
-    *parents, leaf = field.split(".")
-    node = config
-    for depth, part in enumerate(parents):
-        if _is_open(parents[:depth]) and part not in node:  # A population field's group, say.
-            node[part] = ConfigDict()
-        if not isinstance(node, ConfigDict) or part not in node:
-            _unknown(field, node, ".".join(parents[:depth]), source)
-        node = node[part]
-    is_open = _is_open(parents)
-    if not isinstance(node, ConfigDict) or (leaf not in node and not is_open):
-        _unknown(field, node, ".".join(parents), source)
-    current = node.get(leaf)
-    if isinstance(current, ConfigDict):
-        raise ConfigError(
-            field, "is a group of fields", f"set its fields one by one, e.g. --config.{field}.FIELD=VALUE"
-        )
-    if isinstance(value, str) and not isinstance(current, str):
-        value = _read(field, value, current)
-    try:
-        node[leaf] = value
-    except TypeError:
-        raise ConfigError(
-            field,
-            f"{value!r} is not a {type(current).__name__}",
-            f"give a {type(current).__name__}, like the default {current!r}",
-        ) from None
 
 
 def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_config: bool = True) -> None:
@@ -163,20 +100,6 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     if agent_from_config:
         _validate_agent(config)
     population.validate(config, _validate_agent, agent_from_config)
-
-
-def make_environment(config: ConfigDict, factory: Callable, *args: Any) -> Any:
-    """`factory(*args, **config.env.kwargs)`, with the environment's refusal of its options as a `ConfigError`."""
-    try:
-        return factory(*args, **config.env.kwargs)
-    except ConfigError:  # The registry's, on env.name.
-        raise
-    except (TypeError, ValueError) as error:
-        raise ConfigError(
-            "env.kwargs",
-            f"{config.env.name} rejects {dict(config.env.kwargs)} ({error})",
-            "pass only the environment's own options, at values it accepts",
-        ) from None
 
 
 def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
@@ -213,7 +136,7 @@ def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
         parent = field.rpartition(".")[0]
         if not _has_field(expected, field) and _has_field(expected, parent):  # Misspelt, or another's.
             group = field_checks.get(expected, parent) if parent else expected
-            _unknown(field, group, parent, f"a config for {architecture}")
+            unknown_field(field, group, parent, f"a config for {architecture}")
 
 
 def _validate_agent(config: ConfigDict) -> None:
@@ -222,11 +145,6 @@ def _validate_agent(config: ConfigDict) -> None:
     validate_agent = agents.lookup(config.agent.name).validate
     if validate_agent:
         validate_agent(config)
-
-
-def _is_open(parents: list[str]) -> bool:
-    """Whether a field under the group `parents` is the user's to add: within one of `OPEN_FIELDS`."""
-    return any(parents[: len(field.split("."))] == field.split(".") for field in OPEN_FIELDS)
 
 
 def _field_names(config: ConfigDict, skipped: set, prefix: str = "") -> list[str]:
@@ -263,45 +181,3 @@ def _validate_network_and_optimizer(config: ConfigDict) -> None:
     field_checks.number(config, "optimizer.max_grad_norm", example=0.5, above=0.0)
     field_checks.number(config, "optimizer.eps", example=1e-5, at_least=0.0)
     field_checks.boolean(config, "optimizer.anneal_lr")
-
-
-def _read(field: str, text: str, current: Any) -> Any:
-    """Command-line text as the type of the field's current value."""
-    kind = type(current)
-    try:
-        if kind is bool:
-            return {"true": True, "1": True, "false": False, "0": False}[text.strip().lower()]
-        if kind is int:
-            number = float(text)  # Reads "64", "1e6" and "1_000_000" alike.
-            if not number.is_integer():
-                raise ValueError
-            return int(number)
-        if kind is float:
-            return float(text)
-        if kind in (tuple, list):
-            value = ast.literal_eval(text)
-            if not isinstance(value, (tuple, list)):
-                raise ValueError
-            return tuple(value)
-        return ast.literal_eval(text)
-    except (KeyError, ValueError, SyntaxError):
-        if current is None or (kind not in (bool, int, float, tuple, list)):
-            return text  # A free-form field (an environment option, say): the text itself.
-        what = {bool: "True or False", int: "a whole number", float: "a number", tuple: "a tuple", list: "a tuple"}
-        example = f'"{tuple(current)}"' if kind in (tuple, list) else repr(current)  # The value it has.
-        raise ConfigError(
-            field, f"cannot read {text!r} as {what[kind]}", f"pass e.g. --config.{field}={example}"
-        ) from None
-
-
-def _unknown(field: str, node: Any, parent: str, source: str) -> None:
-    """Raises the `ConfigError` for `field`, which `node`, the value at `parent`, does not have."""
-    where = f"config.{parent}" if parent else "config"
-    if not isinstance(node, ConfigDict):
-        raise ConfigError(
-            field, f"{source} has no such field ({where} is one value, not a group)", f"set --{where}=VALUE itself"
-        )
-    siblings = sorted(node.keys())
-    close = difflib.get_close_matches(field[len(parent) :].lstrip(".").split(".")[0], siblings, n=1)
-    hint = f"did you mean {where}.{close[0]}? " if close else ""
-    raise ConfigError(field, f"{source} has no such field", f"{hint}the fields of {where} are {siblings}")

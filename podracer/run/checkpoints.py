@@ -29,7 +29,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from ml_collections import ConfigDict
 
-from podracer.errors import ConfigError
+from podracer.config.errors import ConfigError
 
 # Fields a resumed run may change: how long it runs, how often it logs and saves, how the host is set up.
 SAFE_TO_CHANGE = (

@@ -1,7 +1,7 @@
 """A pod on one machine: N local processes, each with M forced CPU devices, run as one JAX job.
 
 Every process runs the same command. They find each other through a loopback
-coordinator (`PODRACER_COORDINATOR_ADDRESS`, see `podracer.distributed`) and
+coordinator (`PODRACER_COORDINATOR_ADDRESS`, see `podracer.runtime.distributed`) and
 use gloo for CPU collectives, so a multi-host path can be exercised, and
 measured, without a cluster. Each line a process prints is relayed with its
 index in front. If any process fails, the others are stopped and the pod's
@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from podracer.distributed import COORDINATOR_ENV, PROCESS_ID_ENV
+from podracer.runtime.distributed import COORDINATOR_ENV, PROCESS_ID_ENV
 
 GRACE_SECONDS = 20  # How long a stopped process may take to exit after SIGTERM before it is killed.
 POLL_SECONDS = 0.2

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import podracer
-from podracer import agents, finite
-from podracer.checkpoints import Checkpointer
+from podracer import agents
+from podracer.run import finite
+from podracer.run.checkpoints import Checkpointer
 from tests.helpers import load_config, run_cli, small_sebulba_cartpole
 
 

@@ -21,8 +21,8 @@ import os
 import jax
 from ml_collections import ConfigDict
 
-from podracer.errors import ConfigError
-from podracer.xla_cpu import set_cpu_devices, set_cpu_threads
+from podracer.config.errors import ConfigError
+from podracer.runtime.xla_cpu import set_cpu_devices, set_cpu_threads
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"

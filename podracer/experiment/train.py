@@ -15,11 +15,11 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer import config as config_lib
-from podracer import distributed
 from podracer.agents import Agent
 from podracer.anakin.train import train as train_anakin
-from podracer.run import Callback, TrainResult
+from podracer.experiment import schema
+from podracer.run.contract import Callback, TrainResult
+from podracer.runtime import distributed
 from podracer.sebulba.train import train as train_sebulba
 
 _TRAIN = {"anakin": train_anakin, "sebulba": train_sebulba}
@@ -40,6 +40,6 @@ def train(
     naming the field and the fix, before anything is compiled or written.
     With `config.replicas > 1` every process of the job calls this.
     """
-    config_lib.validate(config, agent_from_config=agent is None, env_from_config=env is None)
+    schema.validate(config, agent_from_config=agent is None, env_from_config=env is None)
     distributed.start(config)  # Before anything touches a device.
     return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)

@@ -1,0 +1,24 @@
+"""Errors a user can act on, and the wording their messages share. Imports nothing, so any module can raise them.
+
+A `ConfigError` names a config field, what is wrong with its value and the
+fix; a `UsageError` is a malformed command line. The command line reports
+either as one line and exits with status 2, before anything is compiled or
+written.
+"""
+
+
+class ConfigError(ValueError):
+    """A config value that cannot work; the message names the field and how to fix it."""
+
+    def __init__(self, field: str, problem: str, fix: str):
+        super().__init__(f"config.{field}: {problem}; {fix}")
+        self.field = field
+
+
+class UsageError(ValueError):
+    """A malformed command line, or one asking for what this machine cannot do."""
+
+
+def count(number: int, singular: str, plural: str = "") -> str:
+    """`number` and its noun: "1 device", "2 devices", "2 processes" (with `plural`)."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"

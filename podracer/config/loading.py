@@ -1,0 +1,131 @@
+"""Reading experiment configs: config files, command-line overrides, and the fields a user may add.
+
+Experiments are `ml_collections` config files under `configs/` (the convention
+of flax's examples): each defines `get_config()` starting from
+`podracer.defaults(agent, architecture)` and overriding what it needs.
+`load(path, overrides)` is the one way to read such a file, for the command
+line, the scripts and the tests alike: an override's text is read as the
+field's type, and an unknown field or an unreadable value is a `ConfigError`
+naming the field and the fix.
+"""
+
+import ast
+import difflib
+import os
+import runpy
+from collections.abc import Mapping
+from typing import Any
+
+from ml_collections import ConfigDict
+
+from podracer.config import field_checks, population
+from podracer.config.errors import ConfigError
+
+# Groups whose fields are the user's (an environment's options, a population's members): overrides may add to them.
+OPEN_FIELDS = ("env.kwargs", population.FIELD)
+
+
+def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
+    """The config `path`'s `get_config()` returns, with `overrides` applied, then locked against new fields.
+
+    `overrides` maps dotted fields to values, e.g. `{"agent.gamma": 0.9}`. A
+    value may also be text as typed on a command line (`"0.9"`, `"(0, 1)"`,
+    `"True"`), which is read as the field's type. An unknown field or a value
+    of the wrong type raises `ConfigError`; a missing file `FileNotFoundError`.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no config file {path!r}; pass a file from configs/, e.g. configs/anakin_catch.py")
+    get_config = runpy.run_path(path).get("get_config")
+    if not callable(get_config):
+        raise ValueError(f"{path} defines no get_config(); a config file returns its ConfigDict from get_config()")
+    config = get_config()
+    if not isinstance(config, ConfigDict):
+        raise ValueError(f"{path}'s get_config() returned {type(config).__name__}, not the ConfigDict of defaults()")
+    for field, value in (overrides or {}).items():
+        override(config, field, value, source=path)
+    config.lock()
+    for field in OPEN_FIELDS:
+        group = field_checks.get(config, field)
+        if not isinstance(group, ConfigDict):
+            raise ConfigError(
+                field, f"must be a group of options, got {group!r}", f"set options one by one: {field}.NAME"
+            )
+        group.unlock()
+    return config
+
+
+def override(config: ConfigDict, field: str, value: Any, source: str = "the config") -> None:
+    """Sets the dotted `field` to `value` (text is read as the field's type); `ConfigError` if it cannot be."""
+    *parents, leaf = field.split(".")
+    node = config
+    for depth, part in enumerate(parents):
+        if _is_open(parents[:depth]) and part not in node:  # A population field's group, say.
+            node[part] = ConfigDict()
+        if not isinstance(node, ConfigDict) or part not in node:
+            unknown_field(field, node, ".".join(parents[:depth]), source)
+        node = node[part]
+    is_open = _is_open(parents)
+    if not isinstance(node, ConfigDict) or (leaf not in node and not is_open):
+        unknown_field(field, node, ".".join(parents), source)
+    current = node.get(leaf)
+    if isinstance(current, ConfigDict):
+        raise ConfigError(
+            field, "is a group of fields", f"set its fields one by one, e.g. --config.{field}.FIELD=VALUE"
+        )
+    if isinstance(value, str) and not isinstance(current, str):
+        value = _read(field, value, current)
+    try:
+        node[leaf] = value
+    except TypeError:
+        raise ConfigError(
+            field,
+            f"{value!r} is not a {type(current).__name__}",
+            f"give a {type(current).__name__}, like the default {current!r}",
+        ) from None
+
+
+def _is_open(parents: list[str]) -> bool:
+    """Whether a field under the group `parents` is the user's to add: within one of `OPEN_FIELDS`."""
+    return any(parents[: len(field.split("."))] == field.split(".") for field in OPEN_FIELDS)
+
+
+def _read(field: str, text: str, current: Any) -> Any:
+    """Command-line text as the type of the field's current value."""
+    kind = type(current)
+    try:
+        if kind is bool:
+            return {"true": True, "1": True, "false": False, "0": False}[text.strip().lower()]
+        if kind is int:
+            number = float(text)  # Reads "64", "1e6" and "1_000_000" alike.
+            if not number.is_integer():
+                raise ValueError
+            return int(number)
+        if kind is float:
+            return float(text)
+        if kind in (tuple, list):
+            value = ast.literal_eval(text)
+            if not isinstance(value, (tuple, list)):
+                raise ValueError
+            return tuple(value)
+        return ast.literal_eval(text)
+    except (KeyError, ValueError, SyntaxError):
+        if current is None or (kind not in (bool, int, float, tuple, list)):
+            return text  # A free-form field (an environment option, say): the text itself.
+        what = {bool: "True or False", int: "a whole number", float: "a number", tuple: "a tuple", list: "a tuple"}
+        example = f'"{tuple(current)}"' if kind in (tuple, list) else repr(current)  # The value it has.
+        raise ConfigError(
+            field, f"cannot read {text!r} as {what[kind]}", f"pass e.g. --config.{field}={example}"
+        ) from None
+
+
+def unknown_field(field: str, node: Any, parent: str, source: str) -> None:
+    """Raises the `ConfigError` for `field`, which `node`, the value at `parent`, does not have."""
+    where = f"config.{parent}" if parent else "config"
+    if not isinstance(node, ConfigDict):
+        raise ConfigError(
+            field, f"{source} has no such field ({where} is one value, not a group)", f"set --{where}=VALUE itself"
+        )
+    siblings = sorted(node.keys())
+    close = difflib.get_close_matches(field[len(parent) :].lstrip(".").split(".")[0], siblings, n=1)
+    hint = f"did you mean {where}.{close[0]}? " if close else ""
+    raise ConfigError(field, f"{source} has no such field", f"{hint}the fields of {where} are {siblings}")

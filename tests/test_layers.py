@@ -1,0 +1,178 @@
+"""podracer's layers: every import points down, and no module imports itself back through others.
+
+The package is a stack of layers, each a folder with one role (see each
+subpackage's docstring); a module may import from its own folder and from the
+layers below it, never from above, and two folders of one layer (the two
+architectures) do not import each other. The imports are read from the
+source, imports inside functions included, so a lazy import cannot hide an
+upward one.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "podracer"
+
+# Bottom to top. A name is a subpackage, or a module at the package root; "podracer" is the root's __init__.
+LAYERS = (
+    ("config",),
+    ("runtime",),
+    ("envs",),
+    ("agents",),
+    ("run",),
+    ("anakin", "sebulba"),
+    ("experiment",),
+    ("plot",),
+    ("bench",),
+    ("cli",),
+    ("podracer",),
+)
+
+
+def module_names(package: pathlib.Path) -> dict[str, pathlib.Path]:
+    """`{dotted module name: file}` for every module of the package (a package by its `__init__`)."""
+    names = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def imported_modules(module: str, path: pathlib.Path, known: set[str]) -> set[str]:
+    """The package's modules that `module` imports, anywhere in its file.
+
+    `from a.b import c` imports `a.b.c` where that is a module, else `a.b`.
+    """
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # Relative: resolved against this module's package.
+                anchor = module.split(".")[: len(module.split(".")) - node.level + is_package]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                found.add(target if target in known else base)
+    return {name for name in found if name in known and name != module}
+
+
+def import_graph(package: pathlib.Path) -> dict[str, set[str]]:
+    names = module_names(package)
+    return {module: imported_modules(module, path, set(names)) for module, path in names.items()}
+
+
+def component(module: str) -> str:
+    """The layer entry a module belongs to: its top folder (or root module), or "podracer" for the root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layering_violations(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """Every import that points up, sideways between two folders of one layer, or into no layer."""
+    level = {name: index for index, layer in enumerate(layers) for name in layer}
+    problems = []
+    for module, targets in sorted(graph.items()):
+        source = component(module)
+        if source not in level:
+            problems.append(f"{module} belongs to no layer: add {source!r} to LAYERS")
+            continue
+        for target in sorted(targets):
+            into = component(target)
+            if into == source:
+                continue
+            if into not in level:
+                problems.append(f"{module} imports {target}, which belongs to no layer")
+            elif level[into] > level[source]:
+                problems.append(f"{module} imports {target}: upward, from {source} into {into}")
+            elif level[into] == level[source]:
+                problems.append(f"{module} imports {target}: sideways, between {source} and {into}")
+    return problems
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of `graph`: its strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            members = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                members.append(member)
+                if member == node:
+                    break
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_import_points_down_the_layers():
+    assert layering_violations(import_graph(PACKAGE)) == []
+
+
+def test_no_module_imports_itself_back():
+    assert cycles(import_graph(PACKAGE)) == []
+
+
+def test_every_folder_is_in_a_layer_and_says_what_it_holds():
+    graph = import_graph(PACKAGE)
+    components = {component(module) for module in graph}
+    assert components == {name for layer in LAYERS for name in layer}
+    for module in graph:
+        if module.count(".") == 1 and (PACKAGE / module.split(".")[1] / "__init__.py").exists():
+            docstring = ast.get_docstring(ast.parse((PACKAGE / module.split(".")[1] / "__init__.py").read_text()))
+            assert docstring and len(docstring.splitlines()) >= 3, f"{module}/__init__.py says what lives there"
+
+
+@pytest.mark.parametrize(
+    "graph, expected",
+    [
+        ({"podracer.config.a": {"podracer.agents.b"}, "podracer.agents.b": set()}, "upward, from config into agents"),
+        ({"podracer.anakin.a": {"podracer.sebulba.b"}, "podracer.sebulba.b": set()}, "sideways"),
+        ({"podracer.extra.a": set()}, "belongs to no layer"),
+    ],
+)
+def test_the_layering_check_reports_a_bad_import(graph, expected):
+    (problem,) = layering_violations(graph)
+    assert expected in problem
+
+
+def test_the_cycle_check_finds_a_cycle_through_three_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_imports_inside_functions_and_relative_imports_are_read(tmp_path):
+    package = tmp_path / "podracer"
+    (package / "config").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "config" / "__init__.py").write_text("")
+    (package / "config" / "a.py").write_text("def f():\n    from podracer.bench import b\n")
+    (package / "config" / "c.py").write_text("from . import a\n")
+    (package / "bench").mkdir()
+    (package / "bench" / "__init__.py").write_text("")
+    (package / "bench" / "b.py").write_text("")
+    graph = import_graph(package)
+    assert graph["podracer.config.a"] == {"podracer.bench.b"}
+    assert graph["podracer.config.c"] == {"podracer.config.a"}
