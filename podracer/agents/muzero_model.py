@@ -37,16 +37,9 @@ from dm_env import specs
 from ml_collections import ConfigDict
 
 from podracer.agents import support
-from podracer.agents.networks import (
-    MLP,
-    NetworkParams,
-    ResidualBlock,
-    check_reads_observations,
-    conv,
-    dense,
-    flatten_observation,
-    preprocess_pixels,
-)
+from podracer.agents.layers import conv, dense
+from podracer.agents.networks import NetworkParams
+from podracer.agents.torsos import MLP, ResidualBlock, check_reads_observations, flatten_observation, preprocess_pixels
 from podracer.config.errors import ConfigError
 
 MODELS = ("mlp", "muzero_resnet")

@@ -18,19 +18,10 @@ and their spec says so: JAX computes in float32 anyway, and float64 would only
 double the bytes sent to the devices.
 
 `compiled_step` gives the same step as a JAX function, through envpool's XLA
-interface (its send and receive as custom calls into the C++ pool), so that a
-Sebulba actor can run a whole rollout, acting and stepping, as one compiled
-program (`podracer.sebulba.unroll`). Both steps turn envpool's outputs into
-timesteps with the one rule below (`_timestep`), and give the same stream for
-the same seeds and actions. Tasks with 64-bit arrays (MuJoCo) cannot be
-stepped that way: JAX, without x64, would declare their buffers 32-bit.
-
-Atari tasks get the standard preprocessing (`ATARI_DEFAULTS`); any keyword
-that is not our `sticky_actions` option goes to `envpool.make` unchanged
-(`num_threads`, for instance: envpool's worker threads, 0 lets it choose;
-`max_episode_steps`). Rewards are the game's own; clipping them is the
-learner's business (`config.agent.reward_clip`), so episode returns always
-report the real score.
+interface (`podracer.envs.envpool_xla`); both steps turn envpool's outputs into
+timesteps with the one rule below (`_timestep`). Which tasks exist and which
+options they take (Atari's defaults, `sticky_actions`) is
+`podracer.envs.envpool_tasks`'s business.
 
 envpool's behaviour, as checked against envpool 1.2.5 (gymnasium API, CartPole-v1,
 Pong-v5 and Breakout-v5) before writing this module:
@@ -98,112 +89,32 @@ MuJoCo, as checked against envpool 1.2.5 (HalfCheetah-v4, Hopper-v4, Ant-v4):
 
 from __future__ import annotations
 
-import difflib
-import functools
-import sys
 import warnings
-from collections.abc import Callable
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from podracer.config.field_checks import is_number, is_whole_number, matches_default_type
-from podracer.envs import spaces
+from podracer.envs import envpool_tasks, envpool_xla, spaces
 from podracer.envs.host import CompiledStep, HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
-
-ATARI_DEFAULTS: dict[str, Any] = {
-    "img_height": 84,  # Observations: 84x84 grey frames,
-    "img_width": 84,
-    "gray_scale": True,
-    "stack_num": 4,  # the last 4 stacked: shape (4, 84, 84) uint8.
-    "frame_skip": 4,  # Each action repeated for 4 frames (max-pooled over the last two).
-    "noop_max": 30,  # Up to 30 random no-ops after a reset.
-    "full_action_space": False,  # The game's minimal action set.
-    "episodic_life": False,  # An episode is a whole game, not one life.
-    "max_episode_steps": 27000,  # Agent steps: 108000 frames, 30 minutes of play.
-    # Our option (handled here, not by envpool):
-    "sticky_actions": False,  # True: repeat_action_probability 0.25 (Machado et al., 2018); False: 0.
-}
-"""Defaults for Atari tasks; keywords given to `make_envpool_env` override them."""
-
-STICKY_ACTION_PROBABILITY = 0.25
-_RESERVED = ("env_type", "batch_size")  # Fixed by this module: gymnasium API, synchronous.
-# envpool options that count something, by their least value. envpool checks none of them: it aborts the process
-# on num_threads=-1, and runs with max_episode_steps=-1 or frame_skip=0.
-_COUNTS = {
-    "max_episode_steps": 1,
-    "frame_skip": 1,
-    "stack_num": 1,
-    "frame_stack": 1,
-    "img_height": 1,
-    "img_width": 1,
-    "num_threads": 0,
-    "noop_max": 0,
-}
-
-
-@functools.cache
-def _envpool() -> Any:
-    """envpool, imported on first use: importing it registers every task (seconds)."""
-    import envpool
-
-    return envpool
-
-
-def _task_specs() -> dict[str, tuple[str, str, dict[str, Any]]]:
-    return _envpool().registration.registry.specs
-
-
-def is_envpool_task(name: str) -> bool:
-    """Whether `name` is an envpool task id (`envpool.list_all_envs()`)."""
-    return isinstance(name, str) and name in _task_specs()
-
-
-def is_atari_task(name: str) -> bool:
-    """Whether `name` is one of envpool's Atari tasks (these get `ATARI_DEFAULTS`)."""
-    return is_envpool_task(name) and _task_specs()[name][0] == "envpool.atari"
 
 
 def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> EnvpoolEnvironment:
     """A synchronous pool of `num_envs` copies of envpool task `name`; environment i is seeded `seed + i`.
 
-    Atari tasks start from `ATARI_DEFAULTS`. `sticky_actions` (Atari) sets
-    `repeat_action_probability`; everything else goes to `envpool.make`.
+    Atari tasks start from `envpool_tasks.ATARI_DEFAULTS`. `sticky_actions` (Atari) sets
+    `repeat_action_probability`; everything else goes to `envpool.make`
+    (`envpool_tasks.pool_options`).
     """
-    if not is_envpool_task(name):
-        close = difflib.get_close_matches(str(name), list(_task_specs()), n=5)
-        hint = f"did you mean one of {close}? " if close else ""
-        raise ValueError(
-            f"Unknown envpool task {name!r}; {hint}`envpool.list_all_envs()` lists the valid ids "
-            f"(e.g. 'CartPole-v1', 'Pong-v5')."
-        )
+    envpool_tasks.check_task(name)
     num_envs = check_num_envs(num_envs)
-    for key in _RESERVED:
-        if key in kwargs:
-            raise ValueError(f"{key!r} is fixed by make_envpool_env (gymnasium API, batch_size == num_envs).")
-    if "reward_clip" in kwargs:  # envpool would clip before the actors count the score.
-        raise ValueError("reward_clip is the learner's: set config.agent.reward_clip (e.g. 1.0) instead")
-    atari = is_atari_task(name)
-    options = {**ATARI_DEFAULTS, **kwargs} if atari else dict(kwargs)
-    sticky_actions = options.pop("sticky_actions", None)
-    if sticky_actions is not None:
-        if not isinstance(sticky_actions, bool):
-            raise ValueError(f"sticky_actions must be True or False, got {sticky_actions!r}.")
-        if not atari:
-            raise ValueError(f"sticky_actions applies to Atari tasks only, not {name!r}.")
-        if "repeat_action_probability" not in kwargs:
-            options["repeat_action_probability"] = STICKY_ACTION_PROBABILITY if sticky_actions else 0.0
-        elif "sticky_actions" in kwargs:
-            raise ValueError("Give sticky_actions or repeat_action_probability, not both.")
-    _check_options(name, options)
+    options = envpool_tasks.pool_options(name, kwargs)
+    atari = envpool_tasks.is_atari_task(name)
     with warnings.catch_warnings():
         # gymnasium warns that envpool's float64 Box bounds are cast to float32; harmless.
         warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
         try:
-            pool = _envpool().make(
+            pool = envpool_tasks.import_envpool().make(
                 name, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, seed=int(seed), **options
             )
         except (TypeError, ValueError, AssertionError, RuntimeError) as error:
@@ -211,26 +122,6 @@ def make_envpool_env(name: str, num_envs: int, seed: int, **kwargs: Any) -> Envp
             raise ValueError(f"envpool rejected {name!r} with options {options}: {message}") from error
         frames_per_step = int(pool.spec.config.frame_skip) if atari else 1
         return EnvpoolEnvironment(pool, name, frames_per_step=frames_per_step, atari=atari)
-
-
-def _check_options(name: str, options: dict[str, Any]) -> None:
-    """`ValueError` for an option of the wrong type (as the task's default has it) or a count out of range.
-
-    envpool reports a wrong type in a message of many lines, and checks no range; unknown options it names itself.
-    """
-    defaults = _envpool().make_spec(name).config._asdict()
-    for key, value in options.items():
-        default = defaults.get(key)
-        if key in _COUNTS:
-            ok, wanted = is_whole_number(value, _COUNTS[key]), f"a whole number >= {_COUNTS[key]}"
-        elif key == "repeat_action_probability":
-            ok, wanted = is_number(value, at_least=0.0, at_most=1.0), "a probability in [0, 1]"
-        elif (typed := matches_default_type(value, default)) is not None:
-            ok, wanted = typed
-        else:
-            continue
-        if not ok:
-            raise ValueError(f"{name}'s option {key} must be {wanted}, got {value!r}.")
 
 
 class EnvpoolEnvironment(HostEnvironment):
@@ -257,7 +148,7 @@ class EnvpoolEnvironment(HostEnvironment):
         self._pool_done = np.zeros(self.num_envs, bool)  # envpool auto-resets these on the next step.
         self._started = False
         self._closed = False
-        self._xla: Any = None  # (handle, step) of `_xla_step`, made on the first `compiled_step`.
+        self._xla: Any = None  # (handle, step) of `envpool_xla.xla_step`, made on the first `compiled_step`.
 
     @property
     def pool(self) -> Any:
@@ -302,41 +193,17 @@ class EnvpoolEnvironment(HostEnvironment):
         return timestep
 
     def compiled_step(self) -> CompiledStep:
-        """`step` as a JAX function: envpool's send and receive as XLA custom calls (`_xla_step`).
+        """`step` as a JAX function: envpool's send and receive as XLA custom calls (`envpool_xla`).
 
-        Inside a program the actions are not checked: they come from the
-        agent's own `act`, whose shapes the program's tracing fixes. The outputs
-        are put in environment order unconditionally (a gather over the batch),
-        since a compiled step cannot branch on envpool's order cheaply. Pools
-        with 64-bit arrays (MuJoCo's observations and actions) cannot be
+        Pools with 64-bit arrays (MuJoCo's observations and actions) cannot be
         stepped this way: JAX, without x64, would declare them 32-bit to
         envpool's custom call.
         """
         self._check_open()
-        arrays = {**self._pool.spec.state_array_spec, **self._pool.spec.action_array_spec}
-        wide = [f"{key} ({spec.dtype})" for key, spec in arrays.items() if np.dtype(spec.dtype).itemsize > 4]
-        if wide:
-            raise NotImplementedError(
-                f"{self.name}'s arrays {', '.join(wide)} are 64-bit, which JAX would declare 32-bit to envpool's XLA "
-                "interface: it steps from Python only"
-            )
+        envpool_xla.check_32_bit(self._pool, self.name)
         if self._xla is None:
-            self._xla = _xla_step(self._pool)
-        handle, pool_step = self._xla
-
-        def step(state, action):
-            handle, pool_done = state
-            handle, outputs = pool_step(handle, jnp.asarray(action).astype(self._action_dtype))
-            observation, reward, terminated, truncated, info = outputs
-            order = jnp.argsort(info["env_id"])
-            info = {key: info[key] for key in ("elapsed_step", "terminated") if key in info}  # What _timestep reads.
-            outputs = jax.tree.map(
-                lambda x: jnp.take(x, order, axis=0), (observation, reward, terminated, truncated, info)
-            )
-            timestep, pool_done = self._timestep(*outputs, pool_done, jnp)
-            return (handle, pool_done), timestep
-
-        return CompiledStep(initial_state=(handle, np.zeros(self.num_envs, bool)), step=step)
+            self._xla = envpool_xla.xla_step(self._pool)
+        return envpool_xla.compiled_step(self._xla, self._action_dtype, self.num_envs, self._timestep)
 
     def _timestep(
         self, observation: Any, reward: Any, terminated: Any, truncated: Any, info: dict, pool_done: Any, xp: Any
@@ -380,47 +247,6 @@ class EnvpoolEnvironment(HostEnvironment):
     def _in_env_order(self, observation: Any, info: dict[str, Any]) -> Any:
         order = self._order(info)
         return observation if order is None else _take(observation, order)
-
-
-_REGISTERED_TARGETS: set[str] = set()  # XLA custom-call targets registered in this process, by name.
-
-
-def _xla_step(pool: Any) -> tuple[np.ndarray, Callable]:
-    """`(handle, step)`: a pool's first handle, and `step(handle, action) -> (handle, envpool's outputs)` in JAX.
-
-    The same custom calls as envpool's public `pool.xla()`, built from the
-    same pieces (its `_xla()` targets and handle, its `_from` and `_to`
-    conversions), but not flagged as side effects. With the flag, JAX runs
-    every program that holds them through its Python dispatch with runtime
-    tokens: about 300 us a call on the 2-core CI machine, against about 50,
-    and it holds the GIL meanwhile, so actor threads queue behind each other
-    for it. Nothing needs the flag: every send takes the handle the previous
-    receive returned, every receive the handle its send returned (envpool
-    aliases it), and their outputs are used, so XLA can neither drop nor
-    reorder them. The targets take the pool as an attribute (`handle`), so one
-    registration per envpool class serves every pool of it.
-    """
-    native = dict(pool._xla())  # {"send" | "recv": (handle bytes, (input specs, output specs), (cpu, gpu) capsules)}
-    calls = {}
-    for name, (handle, (_, output_specs), capsules) in native.items():
-        target = f"podracer_{type(pool).__name__}_{name}"
-        if target not in _REGISTERED_TARGETS:
-            for platform, capsule in zip(("cpu", "gpu"), capsules, strict=True):
-                if capsule is not None:
-                    jax.ffi.register_ffi_target(target, capsule, platform=platform, api_version=1)
-            _REGISTERED_TARGETS.add(target)
-        outputs = [
-            jax.ShapeDtypeStruct(tuple(shape), jax.dtypes.canonicalize_dtype(dtype)) for dtype, shape in output_specs
-        ]
-        call = jax.ffi.ffi_call(target, outputs, has_side_effect=False, input_output_aliases={0: 0})
-        calls[name] = functools.partial(call, handle=int.from_bytes(handle, byteorder=sys.byteorder, signed=False))
-
-    def step(handle: Any, action: Any) -> tuple[Any, Any]:
-        (handle,) = calls["send"](handle, *pool._from(action))
-        handle, *state = calls["recv"](handle)
-        return handle, pool._to(state, reset=False, return_info=True)
-
-    return np.frombuffer(native["recv"][0], dtype=np.uint8), step
 
 
 def _take(tree: Any, order: np.ndarray) -> Any:

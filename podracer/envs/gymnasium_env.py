@@ -33,52 +33,21 @@ Autoreset (`autoreset_mode`, Gymnasium's `metadata["autoreset_mode"]`):
   `reset`, an extra round trip to every worker, and the step after it would
   still feed the FIRST step's action to the new episode.
 
-Workers start with `context` "forkserver" (the default where it exists, POSIX)
-or "spawn", never "fork": JAX runs threads, and a forked copy of a process with
-threads can deadlock. Both start a fresh interpreter (forkserver forks it
-from a small server, which is quicker), so, as with any such worker:
-
-* workers do not import the main script again (`_main_script_hidden`), so
-  they import only Gymnasium and the environment's own module
-  (`gymnasium_worker`): a CartPole worker starts in about 0.15 CPU seconds
-  and holds about 40 MB, where re-running a script that imports podracer (the
-  `podracer` command does) would cost 0.85 s and 180 MB each. A module run
-  with `python -m` is imported by name; there, guard top-level code with
-  `if __name__ == "__main__":`;
-* an id registered only in this process (in a test module, a notebook) works:
-  workers get its `EnvSpec`, whose entry point is pickled with it. An entry
-  point that is a class or function goes by reference if its module can be
-  imported (a test module can) and by value (cloudpickle) if it is defined in
-  `__main__` (a notebook cell) or inside a function; an entry point given as
-  a string naming `__main__` cannot be found in a worker.
-
-Workers ignore SIGINT: Ctrl-C in a terminal reaches every process of the
-group, and it is for the main process to stop (Sebulba stops cleanly) and to
-close the workers. A worker that fails never leaves the caller waiting: an
-exception in the environment comes back as a `RuntimeError` naming the
-environment and the original error with its traceback; a worker process that
-dies (killed, `os._exit`) closes its pipe, which ends the wait at once; a
-worker that hangs is given up after `step_timeout_seconds`. After any of
-these every worker is terminated and the environment is closed.
+The worker processes are `gymnasium_pool`'s: how they start (never by
+"fork"), why they do not import the main script again, and how a worker that
+raises, dies or hangs is reported and ended.
 """
 
-import contextlib
 import difflib
-import functools
 import importlib
-import multiprocessing
-import multiprocessing.connection
-import os
-import signal
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+from gymnasium.vector import AutoresetMode
 
-from podracer.envs import gymnasium_worker, spaces
+from podracer.envs import gymnasium_pool, spaces
 from podracer.envs.host import HostEnvironment, check_num_envs
 from podracer.envs.timestep import TimeStep, from_flags
 
@@ -86,31 +55,6 @@ DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
 """How long `reset` and `step` wait for a worker before calling it hung: far beyond any sane step."""
 
 AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
-START_METHODS = ("forkserver", "spawn")
-
-
-@contextlib.contextmanager
-def _main_script_hidden() -> Iterator[None]:
-    """Workers started within do not import the main script again.
-
-    multiprocessing's "spawn" and "forkserver" children re-run the parent's
-    main script (as `__mp_main__`) so that what it defines can be unpickled.
-    Our workers need nothing from it: their code and the environment's entry
-    point travel by value (cloudpickle) or by importable module. Under the
-    `podracer` command, or any script importing podracer, re-running it costs
-    each worker JAX's import (0.85 CPU seconds and 180 MB instead of 0.15 s and
-    40 MB), so the script's path is withheld while the workers start.
-    """
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if path is None or getattr(main, "__spec__", None) is not None:  # A notebook, or `python -m`: nothing to hide.
-        yield
-        return
-    del main.__file__
-    try:
-        yield
-    finally:
-        main.__file__ = path
 
 
 def is_task(task: str) -> bool:
@@ -162,20 +106,8 @@ class GymnasiumEnvironment(HostEnvironment):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
             raise ValueError(f"step_timeout_seconds must be a positive number, got {step_timeout_seconds!r}.")
         self._seed, self._timeout = int(seed), float(step_timeout_seconds)
-        mode, start_method = _autoreset_mode(autoreset_mode), _start_method(context)
-        same_step = mode is AutoresetMode.SAME_STEP
-        make_env = functools.partial(gymnasium_worker.make_env, spec, make_kwargs, same_step, os.getpid())
-        try:  # The first environment is made here, in this process, for the spaces: most errors show up now.
-            with _main_script_hidden():
-                vec = AsyncVectorEnv([make_env] * self.num_envs, context=start_method, autoreset_mode=mode)
-        except (TypeError, ValueError, AssertionError, gymnasium.error.Error) as error:  # Gymnasium asserts some.
-            raise ValueError(f"Gymnasium could not make {task!r} with {make_kwargs}: {error}") from error
-        except (EOFError, OSError) as error:
-            raise RuntimeError(
-                f"The worker processes of Gymnasium environment {task!r} died while starting; their traceback is "
-                "above. Workers start afresh: they import the main script again (guard a script's code with "
-                "`if __name__ == '__main__':`) and must find the entry point (a string naming __main__ cannot)."
-            ) from error
+        mode = _autoreset_mode(autoreset_mode)
+        vec = gymnasium_pool.start(task, spec, make_kwargs, self.num_envs, mode, context)
         self.autoreset_mode = AutoresetMode(vec.metadata["autoreset_mode"])  # What the workers do.
         try:
             self._observation_spec = spaces.array_spec(vec.single_observation_space, "observation")
@@ -227,10 +159,7 @@ class GymnasiumEnvironment(HostEnvironment):
         if self._closed:  # Closed before, or terminated after a failure.
             return
         self._closed = True
-        try:
-            self._vec.close()  # Each worker closes its environment and exits.
-        except (EOFError, OSError):  # A worker died since the last step.
-            _terminate(self._vec)
+        gymnasium_pool.close(self._vec)
 
     def __repr__(self) -> str:
         mode = self.autoreset_mode.name.lower()
@@ -248,29 +177,11 @@ class GymnasiumEnvironment(HostEnvironment):
             send()
             return receive(timeout=self._timeout)
         except Exception as error:
-            self._failure = self._diagnose(call, error)
+            where = f"Gymnasium environment {self.name!r}"
+            self._failure = gymnasium_pool.diagnose(self._vec, where, call, error, self._timeout)
             self._closed = True
-            _terminate(self._vec)
+            gymnasium_pool.terminate(self._vec)
             raise RuntimeError(self._failure) from error
-
-    def _diagnose(self, call: str, error: Exception) -> str:
-        """What went wrong in `call`, and in which environments (environment i runs in worker i), for a message."""
-        where = f"Gymnasium environment {self.name!r}"
-        pipes, processes = self._vec.parent_pipes, self._vec.processes
-        raised = [i for i, pipe in enumerate(pipes) if pipe is None]  # Gymnasium drops the pipes of those that raised.
-        if raised:
-            return f"{where}: environment {_listed(raised)} of {self.num_envs} raised in {call}: {error}"
-        if isinstance(error, multiprocessing.TimeoutError):
-            silent = [i for i, pipe in enumerate(pipes) if not pipe.poll()]
-            return (
-                f"{where}: environment {_listed(silent)} of {self.num_envs} gave no answer to {call} within "
-                f"{self._timeout:g} s (step_timeout_seconds): hung, or slower than the timeout allows."
-            )
-        multiprocessing.connection.wait([p.sentinel for p in processes], timeout=1.0)  # Let a dying worker exit.
-        dead = [f"{i} ({_exit_reason(p.exitcode)})" for i, p in enumerate(processes) if p.exitcode is not None]
-        if dead:
-            return f"{where}: the worker process of environment {', '.join(dead)} of {self.num_envs} died in {call}."
-        return f"{where}: {call} failed: {type(error).__name__}: {error}"
 
 
 def _find_spec(task: Any) -> gymnasium.envs.registration.EnvSpec | None:
@@ -300,17 +211,6 @@ def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
     return AUTORESET_MODES[name]
 
 
-def _start_method(context: str | None) -> str:
-    if context is None:
-        return next(m for m in START_METHODS if m in multiprocessing.get_all_start_methods())
-    if context not in START_METHODS:
-        raise ValueError(
-            f"context must be one of {START_METHODS}, got {context!r}: JAX runs threads, and forking a process "
-            "with threads can deadlock the child."
-        )
-    return context
-
-
 def _put(batch: Any, index: int, value: Any) -> None:
     """Writes one environment's observation (an array or nested dict) into row `index` of a batch."""
     if isinstance(batch, dict):
@@ -318,31 +218,3 @@ def _put(batch: Any, index: int, value: Any) -> None:
             _put(batch[key], index, value[key])
     else:
         batch[index] = value
-
-
-def _terminate(vec: AsyncVectorEnv) -> None:
-    """Ends every worker of `vec` without waiting for its answer, and releases the pipes.
-
-    `vec.close` would first wait for the pending call, which fails again (or
-    hangs) for a dead or hung worker, so this does its job from the outside.
-    """
-    for process in vec.processes:
-        if process.is_alive():
-            process.terminate()
-    for process in vec.processes:
-        process.join(timeout=5.0)
-        if process.is_alive():  # Ignored SIGTERM.
-            process.kill()
-            process.join()
-    for pipe in vec.parent_pipes:
-        if pipe is not None:
-            pipe.close()
-    vec.closed = True
-
-
-def _listed(indices: list[int]) -> str:
-    return ", ".join(map(str, indices))
-
-
-def _exit_reason(exitcode: int) -> str:
-    return f"killed by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"exit code {exitcode}"

@@ -1,4 +1,4 @@
-"""What runs inside the worker processes of `gymnasium_env`: the environment factory and its two wrappers.
+"""What runs inside the worker processes `gymnasium_pool` starts: the environment factory and its two wrappers.
 
 `make_env` is what `gymnasium.vector.AsyncVectorEnv` calls in each worker.
 This module is sent to the workers by value (`cloudpickle.register_pickle_by_value`

@@ -31,7 +31,7 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
-from podracer.envs import envpool_env
+from podracer.envs import envpool_env, envpool_tasks
 from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
@@ -120,7 +120,7 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
         if not adapter.is_task(task):
             hint = _close_matches(task, adapter.task_names(), prefix)
             raise ConfigError("env.name", f"{prefix} has no environment {task!r}", hint)
-    elif host and not (name in _HOST or envpool_env.is_envpool_task(name)):
+    elif host and not (name in _HOST or envpool_tasks.is_envpool_task(name)):
         raise ConfigError(
             "env.name",
             f"{name!r} is not a registered host environment or an envpool task",

@@ -13,8 +13,8 @@ naming the field and the fix.
 from ml_collections import ConfigDict
 
 from podracer import agents
-from podracer.agents.networks import TORSOS
 from podracer.agents.optimizer import OPTIMIZERS
+from podracer.agents.torsos import TORSOS
 from podracer.anakin import settings as anakin_settings
 from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
@@ -55,7 +55,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(
         {
-            "torso": "mlp",  # One of networks.TORSOS; the pixel torsos read channels, num_blocks, hidden_size.
+            "torso": "mlp",  # One of torsos.TORSOS; the pixel torsos read channels, num_blocks, hidden_size.
             "hidden_sizes": (64, 64),
             "activation": "tanh",
             "shared_torso": True,

@@ -1,6 +1,5 @@
 """Config files: loading them, and overrides read as each field's type or refused naming the field."""
 
-
 import pytest
 
 import podracer

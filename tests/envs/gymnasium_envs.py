@@ -1,9 +1,9 @@
-"""Tiny deterministic Gymnasium environments for the tests of `podracer.envs.gymnasium_env`.
+"""Tiny deterministic Gymnasium environments for the tests of `podracer.envs.gymnasium_env` and `gymnasium_pool`.
 
-They live apart from the test module so that the worker processes, which
+They live apart from the test modules so that the worker processes, which
 import an entry point's module, import only Gymnasium and numpy here (the test
-module imports podracer and JAX: seconds for every worker). The test module
-registers them.
+modules import podracer and JAX: seconds for every worker). The test modules
+register them.
 """
 
 import os

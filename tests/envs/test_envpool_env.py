@@ -1,8 +1,8 @@
-"""Host environments on envpool: dm_env episode boundaries, statistics, Atari options, seeding and errors.
+"""Host environments on envpool: dm_env episode boundaries, statistics, Atari's defaults, MuJoCo, seeding and errors.
 
 Episode statistics are not the environment's: they are computed from its
-timesteps with `podracer.envs.episodes`, as Sebulba's actors compute them, and
-checked here against an independent loop over the same stream.
+timesteps as Sebulba's actors compute them, and checked against an independent
+loop over the same stream (`envpool_streams`).
 """
 
 import jax
@@ -12,59 +12,11 @@ import pytest
 from dm_env import specs
 
 from podracer.agents import Trajectory, transitions
-from podracer.envs import FIRST, LAST, MID, EnvpoolEnvironment, HostEnvironment, episodes, make_envpool_env
-from podracer.envs.envpool_env import ATARI_DEFAULTS, is_atari_task, is_envpool_task
+from podracer.envs import FIRST, LAST, MID, EnvpoolEnvironment, HostEnvironment, make_envpool_env
+from tests.envs.envpool_streams import check_stream, run
 
 THETA_LIMIT = 12 * 2 * np.pi / 360  # CartPole-v1 terminates beyond these.
 X_LIMIT = 2.4
-
-
-def _run(env, actions):
-    """Resets and steps `env` with `actions` [T, B]; returns the T + 1 timesteps and the statistics after each.
-
-    The statistics are the running episode's return and length as `episodes.update` computes them on the host,
-    as Sebulba's actors do.
-    """
-    timesteps = [env.reset()]
-    for action in actions:
-        timesteps.append(env.step(action))
-    episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
-    returns, lengths = [], []
-    for timestep in timesteps:
-        episode_return, episode_length = episodes.update(episode_return, episode_length, timestep, xp=np)
-        returns.append(episode_return)
-        lengths.append(episode_length)
-    return timesteps, np.stack(returns), np.stack(lengths)
-
-
-def _check_stream(timesteps, returns, lengths):
-    """dm_env's contract on a batch stream, and statistics recomputed independently from it."""
-    step_type = np.stack([t.step_type for t in timesteps])
-    reward = np.stack([t.reward for t in timesteps])
-    discount = np.stack([t.discount for t in timesteps])
-    assert step_type.dtype == np.int32 and reward.dtype == np.float32 and discount.dtype == np.float32
-    assert (step_type[0] == FIRST).all()
-    assert ((step_type[1:] == FIRST) == (step_type[:-1] == LAST)).all()  # FIRST exactly after LAST.
-    first = step_type == FIRST
-    assert (reward[first] == 0).all() and (discount[first] == 1).all()
-    assert (discount[step_type == MID] == 1).all()
-    for b in range(step_type.shape[1]):
-        episode_return, episode_length = 0.0, 0
-        for t in range(step_type.shape[0]):
-            if step_type[t, b] == FIRST:
-                episode_return, episode_length = 0.0, 0
-            else:
-                episode_return += float(reward[t, b])
-                episode_length += 1
-            assert returns[t, b] == pytest.approx(episode_return)
-            assert lengths[t, b] == episode_length
-    # What the actors report: the episodes that ended, with their summed returns and lengths.
-    completed = [episodes.completed(t, r, n, xp=np) for t, r, n in zip(timesteps, returns, lengths, strict=True)]
-    last = step_type == LAST
-    assert sum(c.episodes for c in completed) == last.sum()
-    assert sum(c.return_sum for c in completed) == pytest.approx(returns[last].sum())
-    assert sum(c.length_sum for c in completed) == lengths[last].sum()
-    return step_type, reward, discount
 
 
 def test_cartpole_time_limit_truncates_with_discount_one():
@@ -72,8 +24,8 @@ def test_cartpole_time_limit_truncates_with_discount_one():
     assert isinstance(env, EnvpoolEnvironment) and isinstance(env, HostEnvironment)
     assert env.frames_per_step == 1 and env.max_episode_steps == 5 and env.num_envs == 3
     actions = np.tile(np.array([[0], [1]]), (7, 3))  # Alternating pushes: the pole stays up for 5 steps.
-    timesteps, returns, lengths = _run(env, actions)
-    step_type, reward, discount = _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(env, actions)
+    step_type, reward, discount = check_stream(timesteps, returns, lengths)
     episode = [FIRST, MID, MID, MID, MID, LAST]
     np.testing.assert_array_equal(step_type[:, 0], episode + episode + [FIRST, MID, MID])
     assert (step_type == step_type[:, :1]).all()
@@ -90,8 +42,8 @@ def test_cartpole_termination_has_discount_zero_and_statistics_match():
     env = make_envpool_env("CartPole-v1", num_envs=4, seed=1)
     assert env.max_episode_steps == 500
     actions = np.ones((40, 4), np.int32)  # Always push right: the pole falls within about ten steps.
-    timesteps, returns, lengths = _run(env, actions)
-    step_type, reward, discount = _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(env, actions)
+    step_type, reward, discount = check_stream(timesteps, returns, lengths)
     last = step_type == LAST
     assert last.sum(axis=0).min() >= 2
     assert (discount[last] == 0).all() and (reward[last] == 1).all()
@@ -105,8 +57,8 @@ def test_cartpole_termination_has_discount_zero_and_statistics_match():
 def test_cartpole_random_stream_and_observations_stay_valid():
     env = make_envpool_env("CartPole-v1", num_envs=5, seed=2, max_episode_steps=30)
     actions = np.random.default_rng(0).integers(0, 2, (120, 5))
-    timesteps, returns, lengths = _run(env, actions)
-    step_type, _, discount = _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(env, actions)
+    step_type, _, discount = check_stream(timesteps, returns, lengths)
     last = step_type == LAST
     assert (discount[last] == 0).any() and (discount[last] == 1).any()  # Both kinds of ending occurred.
     observations = [t.observation for t in timesteps]
@@ -120,10 +72,10 @@ def test_cartpole_random_stream_and_observations_stay_valid():
 def test_cartpole_terminal_on_last_allowed_step_reads_as_truncation():
     """A known envpool limitation (see the module docstring): non-Atari tasks cannot tell us."""
     actions = np.ones((12, 1), np.int32)
-    timesteps, _, _ = _run(make_envpool_env("CartPole-v1", 1, seed=1, max_episode_steps=100), actions)
+    timesteps, _, _ = run(make_envpool_env("CartPole-v1", 1, seed=1, max_episode_steps=100), actions)
     end = next(t for t, x in enumerate(timesteps) if x.step_type[0] == LAST)
     assert timesteps[end].discount[0] == 0
-    timesteps, _, _ = _run(make_envpool_env("CartPole-v1", 1, seed=1, max_episode_steps=end), actions)
+    timesteps, _, _ = run(make_envpool_env("CartPole-v1", 1, seed=1, max_episode_steps=end), actions)
     assert timesteps[end].step_type[0] == LAST and timesteps[end].discount[0] == 1
 
 
@@ -138,9 +90,7 @@ def test_atari_game_over_on_last_allowed_step_is_termination():
             break
     assert timestep.discount[0] == 0 and end < 1000  # Game over, at step `end`.
     for limit, discount in ((end, 0.0), (end - 1, 1.0)):
-        timesteps, _, _ = _run(
-            make_envpool_env("Breakout-v5", 1, seed=6, max_episode_steps=limit), actions[: limit + 1]
-        )
+        timesteps, _, _ = run(make_envpool_env("Breakout-v5", 1, seed=6, max_episode_steps=limit), actions[: limit + 1])
         assert timesteps[limit].step_type[0] == LAST and timesteps[limit].discount[0] == discount
         assert timesteps[limit + 1].step_type[0] == FIRST
 
@@ -161,27 +111,11 @@ def test_pong_observations_spec_and_defaults():
     )
     assert config.gray_scale and not config.episodic_life and not config.full_action_space
     assert config.repeat_action_probability == 0.0 and not config.reward_clip  # Clipping is the learner's.
-    timesteps, returns, lengths = _run(env, np.random.default_rng(0).integers(0, 6, (30, 2)))
-    _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(env, np.random.default_rng(0).integers(0, 6, (30, 2)))
+    check_stream(timesteps, returns, lengths)
     for timestep in timesteps:
         assert timestep.observation.shape == (2, 4, 84, 84) and timestep.observation.dtype == np.uint8
         spec.validate(timestep.observation[1])
-
-
-def test_sticky_actions_set_repeat_action_probability():
-    def probability(**kwargs):
-        env = make_envpool_env("Pong-v5", 1, seed=0, **kwargs)
-        env.close()
-        return env._pool.spec.config.repeat_action_probability
-
-    assert probability() == 0.0
-    assert probability(sticky_actions=True) == pytest.approx(0.25)
-    assert probability(repeat_action_probability=0.1) == pytest.approx(0.1)  # envpool's own option passes through.
-    assert ATARI_DEFAULTS["sticky_actions"] is False
-    with pytest.raises(ValueError, match="not both"):
-        make_envpool_env("Pong-v5", 1, seed=0, sticky_actions=True, repeat_action_probability=0.25)
-    with pytest.raises(ValueError, match="Atari tasks only"):
-        make_envpool_env("CartPole-v1", 1, seed=0, sticky_actions=True)
 
 
 def test_reward_clip_in_the_learner_clips_while_episode_statistics_stay_unclipped_on_space_invaders():
@@ -192,10 +126,10 @@ def test_reward_clip_in_the_learner_clips_while_episode_statistics_stay_unclippe
     episode statistics, computed from the same timesteps, report the real score.
     """
     actions = np.random.default_rng(0).integers(0, 6, (130, 1))
-    timesteps, returns, lengths = _run(make_envpool_env("SpaceInvaders-v5", 1, seed=2), actions)
+    timesteps, returns, lengths = run(make_envpool_env("SpaceInvaders-v5", 1, seed=2), actions)
     raw_reward = np.stack([t.reward for t in timesteps])
     assert raw_reward.max() > 1
-    _check_stream(timesteps, returns, lengths)  # Statistics of the unclipped rewards.
+    check_stream(timesteps, returns, lengths)  # Statistics of the unclipped rewards.
     assert returns.max() > 1
 
     stacked = jax.tree.map(lambda *xs: jnp.asarray(np.stack(xs)), *timesteps)
@@ -205,18 +139,11 @@ def test_reward_clip_in_the_learner_clips_while_episode_statistics_stay_unclippe
     np.testing.assert_array_equal(transitions(trajectory, 0.99).rewards, raw_reward[1:])  # 0: no clipping.
 
 
-def test_reward_clip_is_not_an_environment_option():
-    assert "reward_clip" not in ATARI_DEFAULTS
-    for name in ("CartPole-v1", "Pong-v5"):
-        with pytest.raises(ValueError, match="config.agent.reward_clip"):
-            make_envpool_env(name, 1, seed=0, reward_clip=True)
-
-
 @pytest.mark.parametrize("name, num_actions", [("CartPole-v1", 2), ("Pong-v5", 6)])
 def test_same_seed_same_actions_same_observations(name, num_actions):
     actions = np.random.default_rng(3).integers(0, num_actions, (40, 2))
-    first, _, _ = _run(make_envpool_env(name, 2, seed=7), actions)
-    second, _, _ = _run(make_envpool_env(name, 2, seed=7, num_threads=1), actions)
+    first, _, _ = run(make_envpool_env(name, 2, seed=7), actions)
+    second, _, _ = run(make_envpool_env(name, 2, seed=7, num_threads=1), actions)
     for a, b in zip(first, second, strict=True):
         jax.tree.map(np.testing.assert_array_equal, a, b)
 
@@ -226,7 +153,7 @@ def test_pool_is_envpools_own_and_steps_the_same_environments():
     actions = np.random.default_rng(4).integers(0, 2, (30, 3))
     wrapped, direct = make_envpool_env("CartPole-v1", 3, seed=5), make_envpool_env("CartPole-v1", 3, seed=5)
     direct.reset()
-    for action, timestep in zip(actions, _run(wrapped, actions)[0][1:], strict=True):
+    for action, timestep in zip(actions, run(wrapped, actions)[0][1:], strict=True):
         observation, reward, terminated, truncated, _ = direct.pool.step(action.astype(np.int32))
         np.testing.assert_array_equal(timestep.observation, observation)
         np.testing.assert_array_equal(timestep.last(), terminated | truncated)
@@ -239,26 +166,6 @@ def test_environment_i_is_seeded_seed_plus_i():
     single = make_envpool_env("CartPole-v1", 1, seed=1).reset().observation
     np.testing.assert_array_equal(pair[1], single[0])
     assert not np.array_equal(pair[0], pair[1])
-
-
-def test_task_names():
-    assert is_envpool_task("CartPole-v1") and is_envpool_task("Pong-v5")
-    assert not is_envpool_task("cartpole") and not is_envpool_task("Pong-v4")
-    assert is_atari_task("Breakout-v5") and not is_atari_task("CartPole-v1")
-    assert not is_atari_task("D1Basic-v1")  # ViZDoom also has frame_skip and stack_num.
-
-
-def test_bad_names_and_options_raise_value_errors():
-    with pytest.raises(ValueError, match=r"Unknown envpool task 'Pong-v4'.*Pong-v5.*list_all_envs"):
-        make_envpool_env("Pong-v4", 2, seed=0)
-    with pytest.raises(ValueError, match="unexpected keyword argument 'foo'"):
-        make_envpool_env("CartPole-v1", 2, seed=0, foo=1)
-    with pytest.raises(ValueError, match="frame_skip"):
-        make_envpool_env("CartPole-v1", 2, seed=0, frame_skip=4)  # An Atari option elsewhere.
-    with pytest.raises(ValueError, match="batch_size"):
-        make_envpool_env("CartPole-v1", 2, seed=0, batch_size=1)
-    with pytest.raises(ValueError, match="num_envs"):
-        make_envpool_env("CartPole-v1", 0, seed=0)
 
 
 def test_bad_actions_and_misuse_raise():
@@ -284,12 +191,12 @@ def test_mujoco_specs_float_actions_and_float32_observations():
     assert type(action_spec) is specs.BoundedArray and action_spec.shape == (6,) and action_spec.dtype == np.float32
     assert action_spec.minimum == -1 and action_spec.maximum == 1
     actions = np.random.default_rng(0).uniform(-1, 1, (20, 2, 6)).astype(np.float32)
-    timesteps, returns, lengths = _run(env, actions)
-    _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(env, actions)
+    check_stream(timesteps, returns, lengths)
     for timestep in timesteps:
         assert timestep.observation.shape == (2, 17) and timestep.observation.dtype == np.float32
         observation_spec.validate(timestep.observation[0])
-    again, _, _ = _run(make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0), actions.astype(np.float64))
+    again, _, _ = run(make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0), actions.astype(np.float64))
     for a, b in zip(timesteps, again, strict=True):  # Same seed and actions (float32 or float64): same stream.
         jax.tree.map(np.testing.assert_array_equal, a, b)
     single = make_envpool_env("HalfCheetah-v4", num_envs=1, seed=1).reset().observation
@@ -298,8 +205,8 @@ def test_mujoco_specs_float_actions_and_float32_observations():
 
 def test_mujoco_time_limit_truncates_with_discount_one():
     env = make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0, max_episode_steps=5)
-    timesteps, returns, lengths = _run(env, np.zeros((12, 2, 6), np.float32))
-    step_type, reward, discount = _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(env, np.zeros((12, 2, 6), np.float32))
+    step_type, reward, discount = check_stream(timesteps, returns, lengths)
     episode = [FIRST, MID, MID, MID, MID, LAST]
     np.testing.assert_array_equal(step_type[:, 0], episode + episode + [FIRST])
     assert (step_type == step_type[:, :1]).all() and (discount == 1).all()  # HalfCheetah never terminates.
@@ -309,11 +216,11 @@ def test_mujoco_time_limit_truncates_with_discount_one():
 def test_hopper_falling_terminates_with_discount_zero_except_on_the_last_allowed_step():
     """Pushing every joint falls at step 22; with a limit of 22 it reads as truncation (module docstring)."""
     actions = np.ones((25, 1, 3), np.float32)
-    timesteps, returns, lengths = _run(make_envpool_env("Hopper-v4", 1, seed=0), actions)
-    step_type, _, discount = _check_stream(timesteps, returns, lengths)
+    timesteps, returns, lengths = run(make_envpool_env("Hopper-v4", 1, seed=0), actions)
+    step_type, _, discount = check_stream(timesteps, returns, lengths)
     assert step_type[22, 0] == LAST and discount[22, 0] == 0 and (step_type[1:22, 0] == MID).all()
     assert step_type[23, 0] == FIRST
-    timesteps, _, _ = _run(make_envpool_env("Hopper-v4", 1, seed=0, max_episode_steps=22), actions)
+    timesteps, _, _ = run(make_envpool_env("Hopper-v4", 1, seed=0, max_episode_steps=22), actions)
     assert timesteps[22].step_type[0] == LAST and timesteps[22].discount[0] == 1
 
 
@@ -325,49 +232,3 @@ def test_mujoco_bad_actions_raise_value_errors():
         with pytest.raises(ValueError, match="(?i)actions"):
             env.step(action)
     assert env.step(np.full((2, 6), 3.0)).step_type.shape == (2,)  # Bounds are the caller's to clip, not checked.
-
-
-def _run_compiled(env, actions):
-    """Resets `env` and steps it with `actions` [T, B] inside one jitted `lax.scan` of its `compiled_step`."""
-    compiled = env.compiled_step()
-    first = env.reset()
-
-    @jax.jit
-    def scan(state, actions):
-        return jax.lax.scan(compiled.step, state, actions)
-
-    _, timesteps = scan(compiled.initial_state, jnp.asarray(actions))
-    # No side effects declared (`envpool_env._xla_step`): JAX dispatches such a program on its fast path.
-    assert not jax.make_jaxpr(scan)(compiled.initial_state, jnp.asarray(actions)).effects
-    return [first] + [jax.tree.map(lambda x, t=t: np.asarray(x[t]), timesteps) for t in range(len(actions))]
-
-
-@pytest.mark.parametrize(
-    "name, options, num_actions",
-    [
-        ("CartPole-v1", {"max_episode_steps": 15}, 2),  # Pole falls (discount 0) and time limits (discount 1).
-        ("Breakout-v5", {"episodic_life": True, "max_episode_steps": 40}, 4),  # Lives: FIRST after envpool's done.
-        ("Pong-v5", {"max_episode_steps": 9}, 6),  # Atari's game-over flag and frame stacks.
-    ],
-)
-def test_compiled_step_gives_exactly_the_timesteps_of_step(name, options, num_actions):
-    actions = np.random.default_rng(0).integers(0, num_actions, (60, 3), dtype=np.int32)
-    host = _run(make_envpool_env(name, 3, seed=4, **options), actions)[0]
-    compiled = _run_compiled(make_envpool_env(name, 3, seed=4, **options), actions)
-    step_type = np.stack([t.step_type for t in host])
-    assert (step_type == LAST).any() and (step_type[1:] == FIRST).any()  # Episodes end and restart in the stream.
-    for a, b in zip(host, compiled, strict=True):
-        jax.tree.map(np.testing.assert_array_equal, a, b)
-        assert jax.tree.map(lambda x: x.dtype, a) == jax.tree.map(lambda x: x.dtype, b)
-    if name == "CartPole-v1":  # Both kinds of ending, so both discounts were compared.
-        discount = np.stack([t.discount for t in host])
-        assert (discount[step_type == LAST] == 0).any() and (discount[step_type == LAST] == 1).any()
-
-
-def test_compiled_step_refuses_pools_with_64_bit_arrays():
-    env = make_envpool_env("HalfCheetah-v4", num_envs=2, seed=0)
-    with pytest.raises(NotImplementedError, match=r"obs \(float64\).*64-bit.*Python only"):
-        env.compiled_step()
-    env.close()
-    with pytest.raises(RuntimeError, match="closed"):
-        env.compiled_step()

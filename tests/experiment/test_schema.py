@@ -14,7 +14,6 @@ CATCH = f"{ROOT}/configs/anakin_catch.py"
 CARTPOLE_IMPALA = f"{ROOT}/configs/sebulba_cartpole_impala.py"
 
 
-
 # Values that cannot be meant, each with the words its error must contain. All are caught by the static checks.
 IMPOSSIBLE = [
     (CATCH, {"agent.gamma": 1.5}, ["config.agent.gamma", "<= 1", "0.99"]),

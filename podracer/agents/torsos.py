@@ -1,0 +1,135 @@
+"""The torsos the networks read observations with: an MLP over any nest of arrays, and two pixel torsos over frames.
+
+Observations may be arrays or nested dicts of arrays with one leading batch
+axis. The MLP torso flattens every leaf and concatenates them in the pytree's
+(sorted-key) order, so a nested observation needs no special casing anywhere
+else. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
+`[N, C, H, W]`, a channels-first frame stack as envpool's Atari returns it,
+which `preprocess_pixels` turns into float NHWC in [0, 1]. Their layers have
+orthogonal weights with gain sqrt(2) (`podracer.agents.layers`). The heads on
+top, and the networks they make, are `podracer.agents.networks`'s.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from ml_collections import ConfigDict
+
+from podracer.agents.layers import conv, dense
+from podracer.config.errors import ConfigError
+
+_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+TORSOS = ("mlp", "nature_cnn", "impala_resnet", "muzero_resnet")  # The last is MuZero's model only.
+
+
+def flatten_observation(observation: Any) -> jnp.ndarray:
+    """`[N, ...]` leaves of any nesting -> one `[N, F]` float32 feature matrix."""
+    leaves = jax.tree.leaves(observation)
+    return jnp.concatenate([leaf.reshape(leaf.shape[0], -1).astype(jnp.float32) for leaf in leaves], axis=-1)
+
+
+def preprocess_pixels(observation: jnp.ndarray) -> jnp.ndarray:
+    """uint8 frames `[N, C, H, W]` -> float32 `[N, H, W, C]` in [0, 1], the layout flax's `Conv` expects.
+
+    The one place pixels are converted; anything other than a rank-4 uint8 array is
+    rejected rather than guessed at, since a float or channels-last input would
+    otherwise be silently misread.
+    """
+    if getattr(observation, "dtype", None) != jnp.uint8 or getattr(observation, "ndim", None) != 4:
+        got = jax.tree.map(lambda leaf: f"{leaf.dtype}{list(leaf.shape)}", observation)
+        raise ValueError(f"pixel torsos take one uint8 array of frames [N, C, H, W]; got {got}")
+    return jnp.transpose(observation, (0, 2, 3, 1)).astype(jnp.float32) / 255.0
+
+
+class MLP(nn.Module):
+    hidden_sizes: Sequence[int]
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        for size in self.hidden_sizes:
+            x = _ACTIVATIONS[self.activation](dense(size, np.sqrt(2))(x))
+        return x
+
+
+class NatureCNN(nn.Module):
+    """The DQN torso of Mnih et al. (2015, Nature): three VALID convolutions and a dense layer, all ReLU.
+
+    Conv 32 8x8 stride 4, conv 64 4x4 stride 2, conv 64 3x3 stride 1, dense 512.
+    Takes float images `[N, H, W, C]` (see `preprocess_pixels`); returns `[N, hidden_size]`.
+    """
+
+    hidden_size: int = 512
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
+            x = nn.relu(conv(features, kernel, stride, "VALID")(x))
+        x = x.reshape(x.shape[0], -1)
+        return nn.relu(dense(self.hidden_size, np.sqrt(2))(x))
+
+
+class ResidualBlock(nn.Module):
+    """relu, conv 3x3, relu, conv 3x3, plus the input (Espeholt et al. 2018, Fig. 3)."""
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        channels = x.shape[-1]
+        y = conv(channels, 3, 1, "SAME")(nn.relu(x))
+        y = conv(channels, 3, 1, "SAME")(nn.relu(y))
+        return x + y
+
+
+class ImpalaResNet(nn.Module):
+    """The IMPALA deep torso of Espeholt et al. (2018, Fig. 3 right).
+
+    Per entry of `channels`: conv 3x3 SAME, max-pool 3x3 stride 2 SAME, then
+    `num_blocks` residual blocks; then relu, flatten, dense `hidden_size`, relu.
+    The paper's network is channels (16, 32, 32) with 2 blocks; its scaling
+    experiments widen `channels` and deepen `num_blocks`.
+    Takes float images `[N, H, W, C]` (see `preprocess_pixels`); returns `[N, hidden_size]`.
+    """
+
+    channels: Sequence[int] = (16, 32, 32)
+    num_blocks: int = 2
+    hidden_size: int = 256
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        for channels in self.channels:
+            x = conv(channels, 3, 1, "SAME")(x)
+            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            for _ in range(self.num_blocks):
+                x = ResidualBlock()(x)
+        x = nn.relu(x).reshape(x.shape[0], -1)
+        return nn.relu(dense(self.hidden_size, np.sqrt(2))(x))
+
+
+def pixel_torso(network: Any) -> nn.Module:
+    """The pixel torso `network.torso` names, with its `channels`, `num_blocks` and `hidden_size`.
+
+    Called inside the network's `__call__`, so that the torso is its child.
+    """
+    if network.torso not in TORSOS:
+        raise ValueError(f"Unknown torso {network.torso!r}; choose one of {TORSOS}.")
+    if network.torso == "nature_cnn":
+        return NatureCNN()
+    return ImpalaResNet(tuple(network.channels), network.num_blocks, network.hidden_size)
+
+
+def check_reads_observations(network_config: ConfigDict, observation_spec: Any) -> None:
+    """Raises `ConfigError` where a pixel torso is asked to read anything but stacked uint8 frames `[C, H, W]`."""
+    if network_config.torso == "mlp":
+        return
+    shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
+    if shape is None or len(shape) != 3 or dtype != np.uint8:
+        raise ConfigError(
+            "network.torso",
+            f"{network_config.torso!r} reads stacked uint8 frames [C, H, W], but "
+            f"the environment observes {shape} {dtype}",
+            "use --config.network.torso=mlp",
+        )

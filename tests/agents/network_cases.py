@@ -1,0 +1,57 @@
+"""What the tests of the torsos and of the networks share: the specs they use, and networks and weights built cheaply."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from dm_env import specs
+
+from podracer.agents.networks import ActorCritic, make_network
+from podracer.agents.torsos import ImpalaResNet, NatureCNN
+from podracer.experiment.schema import defaults
+
+NUM_ACTIONS = 6
+ATARI_SHAPE = (4, 84, 84)  # envpool's channels-first stack of four 84x84 greyscale frames.
+# Tests that run a pixel torso use smaller, non-square frames: cheaper on CPU, and with H != W and C
+# unlike both, any mixed-up axis changes shapes or values. 84x84 itself is checked by the counts.
+RUN_SHAPE = (4, 44, 52)
+PIXEL_TORSOS = {"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet}
+PIXEL_SPEC = specs.Array(ATARI_SHAPE, np.uint8)  # One environment's observation, as envpool's Atari gives it.
+ACTION_SPEC = specs.DiscreteArray(NUM_ACTIONS)
+
+
+def random_frames(seed: int, batch: int = 2, shape: tuple = RUN_SHAPE) -> jnp.ndarray:
+    return jnp.asarray(np.random.default_rng(seed).integers(0, 256, (batch,) + shape, dtype=np.uint8))
+
+
+def build_network(torso: str, **fields) -> ActorCritic:
+    config = defaults("ppo").network
+    config.torso = torso
+    config.update(fields)
+    observation_spec = specs.Array((7,), np.float32) if torso == "mlp" else PIXEL_SPEC
+    return make_network(config, observation_spec, ACTION_SPEC)
+
+
+def num_params(tree) -> int:
+    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(tree))
+
+
+def head_params(features: int) -> int:
+    return (features * NUM_ACTIONS + NUM_ACTIONS) + (features * 1 + 1)  # Policy logits, then value.
+
+
+def random_params(network: ActorCritic, observation: jnp.ndarray, bias_scale: float, seed: int = 0):
+    """Gaussian parameters of `network`'s shapes, built in NumPy: weights scaled by 1/sqrt(fan-in).
+
+    Compiling `init` (a random draw and a QR per layer) costs several seconds per torso on CPU; the
+    tests using this are about the data path, not the initialiser (which is traced, shapes only, by
+    the parameter-count tests).
+    """
+    rng = np.random.default_rng(seed)
+    abstract = jax.eval_shape(network.init, jax.random.PRNGKey(0), observation)
+
+    def draw(path, leaf) -> jnp.ndarray:
+        is_bias = jax.tree_util.keystr(path).endswith("['bias']")
+        scale = bias_scale if is_bias else np.prod(leaf.shape[:-1]) ** -0.5
+        return jnp.asarray(rng.normal(0, scale, leaf.shape), leaf.dtype)
+
+    return jax.tree_util.tree_map_with_path(draw, abstract)

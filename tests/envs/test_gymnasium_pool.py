@@ -1,0 +1,78 @@
+"""The worker processes of Gymnasium host environments: failures reported and ended, imports, values sent by value.
+
+The environments (`gymnasium_envs`) are registered here, in the test module,
+as a user registers their own: the workers only ever see the `EnvSpec`.
+"""
+
+import os
+import signal
+import time
+
+import gymnasium
+import numpy as np
+import pytest
+
+from podracer.envs import MID
+from podracer.envs.gymnasium_env import GymnasiumEnvironment
+from tests.envs.gymnasium_envs import Counter, Crashing
+
+COUNTER = "PodracerPoolCounter-v0"
+gymnasium.register(COUNTER, entry_point=Counter)
+gymnasium.register("PodracerCrashing-v0", entry_point=Crashing)
+
+# Worker failures are also reported by Gymnasium's logger, as warnings.
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:gymnasium.vector.async_vector_env")
+
+
+@pytest.mark.parametrize("how", ["raise", "unpicklable", "exit", "sigkill", "hang"])
+def test_a_failing_worker_raises_runtime_error_naming_the_environment(how):
+    """Exceptions (even unpicklable ones), a dying worker and a hung one: a clear error within seconds, not a hang."""
+    crash_seed = -1 if how == "sigkill" else 1  # sigkill: no environment fails by itself; the test kills worker 1.
+    env = GymnasiumEnvironment("PodracerCrashing-v0", 2, 0, how=how, crash_seed=crash_seed, step_timeout_seconds=0.3)
+    processes = env._vec.processes
+    env.reset()
+    env.step(np.zeros(2, np.int64))
+    if how == "sigkill":
+        os.kill(processes[1].pid, signal.SIGKILL)
+        processes[1].join(5)
+    expected = {
+        "raise": r"environment 1 of 2 raised in step: ValueError: boom at step 2\nTraceback in the worker",
+        "unpicklable": r"environment 1 of 2 raised in step: ValueError: \('holds a lock'",
+        "exit": r"the worker process of environment 1 \(exit code 3\) of 2 died in step",
+        "sigkill": r"the worker process of environment 1 \(killed by SIGKILL\) of 2 died in step",
+        "hang": r"environment 1 of 2 gave no answer to step within 0.3 s \(step_timeout_seconds\)",
+    }[how]
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"Gymnasium environment 'PodracerCrashing-v0': " + expected):
+        env.step(np.zeros(2, np.int64))
+    assert time.perf_counter() - start < 5
+    assert not any(p.is_alive() for p in processes)  # Every worker is ended.
+    with pytest.raises(RuntimeError, match="failed and was closed"):
+        env.step(np.zeros(2, np.int64))
+    env.close()
+
+
+def test_workers_import_neither_podracer_nor_jax_and_leave_ctrl_c_to_the_main_process():
+    with GymnasiumEnvironment(COUNTER, 2, seed=0) as env:
+        assert env._vec.call("imported", "gymnasium") == (True, True)
+        assert env._vec.call("imported", "podracer") == env._vec.call("imported", "jax") == (False, False)
+        env.reset()
+        for process in env._vec.processes:
+            os.kill(process.pid, signal.SIGINT)
+        assert env.step(np.array([1, 1])).step_type.tolist() == [MID, MID]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # The main process still takes Ctrl-C.
+
+
+def test_a_class_defined_in_a_function_travels_by_value():
+    """As a class defined in a notebook cell does: the workers cannot import it, cloudpickle sends it whole."""
+
+    class Doubled(Counter):
+        def step(self, action):
+            observation, reward, terminated, truncated, info = super().step(action)
+            return observation, 2 * reward, terminated, truncated, info
+
+    gymnasium.register("PodracerLocal-v0", entry_point=Doubled)
+    with GymnasiumEnvironment("PodracerLocal-v0", 1, seed=0) as env:
+        env.reset()
+        assert env.step(np.array([1])).reward[0] == 22
+        assert env._vec.call("imported", "tests.envs.test_gymnasium_pool") == (False,)
