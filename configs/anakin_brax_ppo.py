@@ -21,7 +21,6 @@ def get_config():
     config.num_envs = 128
     config.unroll_length = 32
     config.total_steps = 2_007_040  # 490 updates of 128 x 32 steps.
-    config.updates_per_dispatch = 49
     config.network.shared_torso = False
     config.optimizer.learning_rate = 3e-4
     config.agent.gamma = 0.97

@@ -17,7 +17,6 @@ def get_config():
     config.num_envs = 8
     config.unroll_length = 2
     config.total_steps = 400_000
-    config.updates_per_dispatch = 500
     config.network.activation = "relu"
     config.network.hidden_sizes = (128, 128)
     config.optimizer.learning_rate = 2.5e-4

@@ -22,8 +22,7 @@ def get_config():
     config.cpu_devices = 2
     config.num_envs = 32
     config.unroll_length = 16
-    config.total_steps = 200_000
-    config.updates_per_dispatch = 20
+    config.total_steps = 204_800  # 400 updates of 32 x 16 steps.
     config.network.activation = "relu"
     config.network.hidden_sizes = (64,)
     config.network.hidden_size = 64

@@ -14,7 +14,6 @@ def get_config():
     config.num_envs = 4
     config.unroll_length = 128
     config.total_steps = 499_712  # 976 updates of 4 x 128 steps: CleanRL's int(5e5 / 512).
-    config.updates_per_dispatch = 61
     config.network.shared_torso = False
     config.optimizer.learning_rate = 2.5e-4
     config.optimizer.anneal_lr = True

@@ -20,6 +20,5 @@ def get_config():
     config.num_envs = 512
     config.unroll_length = 16
     config.total_steps = 1_000_000
-    config.updates_per_dispatch = 3
     config.optimizer.learning_rate = 3e-3
     return config

@@ -19,8 +19,7 @@ def get_config():
     config.cpu_devices = 2
     config.num_envs = 64
     config.unroll_length = 8
-    config.total_steps = 300_000
-    config.updates_per_dispatch = 20
+    config.total_steps = 307_200  # 600 updates of 64 x 8 steps.
     config.network.activation = "relu"
     config.network.hidden_sizes = (64,)
     config.network.hidden_size = 64

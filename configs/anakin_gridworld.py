@@ -10,7 +10,6 @@ def get_config():
     config.num_envs = 256
     config.unroll_length = 20
     config.total_steps = 2_048_000
-    config.updates_per_dispatch = 25
     config.network.hidden_sizes = (128, 128)
     config.network.activation = "relu"
     config.optimizer.learning_rate = 3e-3

@@ -16,7 +16,6 @@ def get_config():
     config.num_envs = 64
     config.unroll_length = 128
     config.total_steps = 9_994_240  # 1,220 updates of 64 x 128 steps: int(1e7 / 8192).
-    config.updates_per_dispatch = 61
     config.network.shared_torso = False
     config.network.activation = "relu"
     config.optimizer.learning_rate = 5e-3

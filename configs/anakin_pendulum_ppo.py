@@ -20,7 +20,6 @@ def get_config():
     config.num_envs = 32
     config.unroll_length = 64
     config.total_steps = 999_424  # 488 updates of 32 x 64 steps.
-    config.updates_per_dispatch = 61
     config.network.shared_torso = False
     config.optimizer.learning_rate = 1e-3
     config.optimizer.anneal_lr = True

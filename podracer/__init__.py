@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from podracer import agents, envs
+    from podracer import agents, anakin, envs, plot, sebulba
     from podracer.agents import Agent, Trajectory
     from podracer.config.errors import ConfigError
     from podracer.config.loading import load as load_config
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.runtime.host_memory`).
 _EXPORTS = {
     "agents": ("podracer.agents", None),
+    "anakin": ("podracer.anakin", None),
+    "sebulba": ("podracer.sebulba", None),
+    "plot": ("podracer.plot", None),
     "collectives": ("podracer.runtime.collectives", None),
     "envs": ("podracer.envs", None),
     "Agent": ("podracer.agents", "Agent"),
@@ -66,11 +69,14 @@ __all__ = [
     "Trajectory",
     "__version__",
     "agents",
+    "anakin",
     "collectives",
     "defaults",
     "envs",
     "load_config",
+    "plot",
     "recent_return",
+    "sebulba",
     "train",
     "validate_config",
 ]

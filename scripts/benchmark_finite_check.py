@@ -16,9 +16,11 @@ import sys
 import time
 
 import jax
+import numpy as np
 
 from podracer import agents, envs
 from podracer import load_config as load
+from podracer.anakin import settings
 from podracer.anakin.program import make_dispatch, make_init
 from podracer.runtime.device_split import anakin_devices
 from podracer.runtime.topology import device_mesh
@@ -37,9 +39,10 @@ def measure(filename: str, repeats: int) -> tuple[float, float]:
     key = jax.random.key(0)
     init = make_init(env, lambda _: agent, config.num_envs, mesh, key, {})
     state = init(key, {})
+    updates = np.int32(settings.updates_per_dispatch(config))
     programs = [
-        make_dispatch(env, lambda _: agent, config.unroll_length, config.updates_per_dispatch, mesh, check_finite=check)
-        .lower(init.eval_shape(key, {}), {})
+        make_dispatch(env, lambda _: agent, config.unroll_length, int(updates), mesh, check_finite=check)
+        .lower(init.eval_shape(key, {}), {}, updates)
         .compile()
         for check in (True, False)
     ]
@@ -47,7 +50,7 @@ def measure(filename: str, repeats: int) -> tuple[float, float]:
     for repeat in range(repeats + 2):  # The first two rounds warm up.
         for index, program in enumerate(programs):
             start = time.perf_counter()
-            state, outputs = program(state, {})
+            state, outputs = program(state, {}, updates)
             jax.block_until_ready(outputs)
             if repeat >= 2:
                 seconds[index].append(time.perf_counter() - start)

@@ -1,28 +1,126 @@
-"""Test-session settings, applied before any test module imports JAX.
+"""Test-session settings, applied before any test module imports JAX, and the fixtures every folder shares.
 
-Every test process sees two CPU devices, so in-process tests exercise
-replication too; tests that need more devices start a subprocess (see
-`tests/helpers.py`). XLA reads the flag when JAX initialises its backends.
+The session makes its own environment instead of trusting the launcher's (a
+terminal, `nohup make test &`, a CI runner, a git hook): every test process
+and every child it starts (`python -m tests.programs...`, `podracer` commands,
+pods, notebook kernels, Gymnasium workers) sees the same settings however the
+suite was started.
 
-Compiled programs go to a persistent compilation cache private to this
-session, which the subprocesses inherit: many tests build the same programs
-(the same network's initialisation, the same learner step), and on a 2-core
-machine compiling them again dominates the suite's time. Every program is
-cached, however quickly it compiled: the subprocesses each compile the same
-many small programs (initialisers, acting steps), and caching them all makes
-the suite about 5% faster than caching only those that take half a second.
+* JAX and XLA: two forced CPU devices and nothing else from the launcher. Its
+  `JAX_*`, `XLA_*`, `PJRT_*`, `TPU_*`, accelerator and `TF_CPP_*` (XLA's log
+  levels) settings would change the devices, the precision (`JAX_ENABLE_X64`),
+  what is compiled (`JAX_DISABLE_JIT`) or what a child prints on stderr.
+  Every test process sees two CPU devices, so in-process tests exercise
+  replication too; tests that need more devices start a subprocess (see
+  `tests/helpers.py`). XLA reads the flag when JAX initialises its backends.
+* Compiled programs go to a persistent compilation cache private to this
+  session (never one the launcher names: another JAX's, or read-only), which
+  the subprocesses inherit: many tests build the same programs (the same
+  network's initialisation, the same learner step), and on a 2-core machine
+  compiling them again dominates the suite's time. Every program is cached,
+  however quickly it compiled: the subprocesses each compile the same many
+  small programs (initialisers, acting steps), and caching them all makes the
+  suite about 5% faster than caching only those that take half a second.
+* Children import this checkout's `podracer` and `tests` first, whatever the
+  launcher's `PYTHONPATH` or working directory, and none of the launcher's
+  interpreter switches that would hide `tests` (`PYTHONSAFEPATH`), skip asserts
+  (`PYTHONOPTIMIZE`) or add to a child's stderr (`PYTHONWARNINGS`, ...).
+* No `PODRACER_*` (a pod's coordinator would make a run join a job), no
+  `GLIBC_TUNABLES` (the `podracer` command sets its own, as for users), no git
+  repository location (`GIT_DIR`..., set inside git hooks), no terminal size
+  (`COLUMNS`, `LINES`: a child's output is a pipe), and matplotlib draws with
+  Agg and its default settings (a config folder of this session's own, not the
+  user's matplotlibrc).
+
+The xdist workers are children of the process that set this up and inherit it.
 """
 
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import pytest
 
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    _cache_dir = tempfile.mkdtemp(prefix="podracer-test-jax-cache-")
-    atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache_dir
-    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SESSION_ENV = "PODRACER_TESTS_SESSION"  # The pid of the process that set up this session's environment.
+
+# What a launcher's environment may hold that changes what JAX, XLA, podracer, matplotlib, git or a child Python does.
+LAUNCHER_PREFIXES = ("JAX_", "XLA_", "PJRT_", "TPU_", "TF_CPP_", "CUDA_", "NVIDIA_", "ROCR_", "HIP_")
+LAUNCHER_PREFIXES += ("PODRACER_", "MPL")
+LAUNCHER_NAMES = {"LIBTPU_INIT_ARGS", "GLIBC_TUNABLES", "MATPLOTLIBRC", "COLUMNS", "LINES"}
+LAUNCHER_NAMES |= {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"}
+LAUNCHER_NAMES |= {"GIT_PREFIX", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES"}
+LAUNCHER_NAMES |= {"PYTHONSAFEPATH", "PYTHONOPTIMIZE", "PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONVERBOSE"}
+LAUNCHER_NAMES |= {"PYTHONINSPECT", "PYTHONBREAKPOINT"}
+
+
+def _session_environment(environ) -> None:
+    """Replaces, in `environ`, what the launcher set that would change a test's verdict with this session's settings."""
+    for name in list(environ):
+        if name.startswith(LAUNCHER_PREFIXES) or name in LAUNCHER_NAMES:
+            del environ[name]
+    session_dir = tempfile.mkdtemp(prefix="podracer-tests-")
+    atexit.register(shutil.rmtree, session_dir, ignore_errors=True)
+    cache, matplotlib = os.path.join(session_dir, "jax-compilation-cache"), os.path.join(session_dir, "matplotlib")
+    for folder in (cache, matplotlib):
+        os.makedirs(folder)
+    environ.update(
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        JAX_PLATFORMS="cpu",
+        JAX_COMPILATION_CACHE_DIR=cache,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        MPLBACKEND="Agg",
+        MPLCONFIGDIR=matplotlib,
+        PYTHONPATH=os.pathsep.join([ROOT, *filter(None, [environ.get("PYTHONPATH")])]),
+    )
+    environ[SESSION_ENV] = str(os.getpid())
+
+
+if os.environ.get(SESSION_ENV) != str(os.getppid()):  # Not an xdist worker of the process that set it up.
+    _session_environment(os.environ)
+
+
+@pytest.fixture
+def ctrl_c_raises_keyboard_interrupt():
+    """During the test, SIGINT raises KeyboardInterrupt in this process, as in a terminal; then as before.
+
+    A process started with SIGINT ignored (a background job: `make test &`, a
+    CI runner) keeps it ignored, and Python then installs no handler of its own.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(autouse=True)
+def _process_state_restored():
+    """Undoes what a test, or podracer code it runs in this process, changed of the process's environment
+    variables, working directory and SIGINT and SIGTERM handling, so that no later test depends on the order.
+
+    The first `podracer.train` in a process sets `PJRT_NPROC` (`config.cpu_threads`), say, which every child of
+    every later test would otherwise inherit.
+    """
+    environ, cwd = dict(os.environ), os.getcwd()
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for name in set(os.environ) - set(environ):
+        del os.environ[name]
+    for name, value in environ.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+    for number, handler in handlers.items():
+        if handler is not None and signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
+
+
+@pytest.fixture(autouse=True)
+def _children_end_with_their_test():
+    """Kills the children a test started through `tests.helpers.start` and left running (a failed assertion, say)."""
+    from tests import helpers  # Here, not above: importing helpers imports JAX, after the settings above.
+
+    yield
+    helpers.end_children()

@@ -3,23 +3,43 @@
 Programs that a test runs in its own interpreter (to choose how many CPU
 devices JAX sees, to start JAX with particular settings, or to join a pod of
 processes) are modules under `tests/programs/`, run as
-`python -m tests.programs.NAME ARGS...` from the repository root.
+`python -m tests.programs.NAME ARGS...` from the repository root. A test runs
+one to its end with `run_module` (`run_cli` for the `podracer` command), or
+starts one it will signal, kill or watch with `start_program` (`start_cli`,
+`start`, `start_pod`): such a child takes SIGINT and SIGTERM as in a terminal
+however the suite was launched, and never outlives its test.
+
+Every wait has a bound, `HANG_SECONDS`, far beyond what a busy 2-core machine
+needs: reaching it means something hung, never that the host was slow.
 """
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import numpy as np
+import pytest
 
 from podracer.config import loading
 from podracer.runtime import local_pod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HANG_SECONDS = 600.0
+"""How long a test waits for a child or a condition before it calls it hung (not a bound on how long anything takes)."""
+
+
+# Fields whose bound a slow host could reach, changing what a run does: Anakin shortens a dispatch slower than
+# max_dispatch_seconds (so more records), a Sebulba run abandons a learner that takes longer than stop_grace_seconds
+# to stop, and fails one whose threads wait longer than stall_timeout_seconds. Tests set them to HANG_SECONDS.
+TIMING_FIELDS = {"anakin": ("max_dispatch_seconds",), "sebulba": ("stop_grace_seconds", "stall_timeout_seconds")}
 
 
 def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fields: Any):
@@ -27,8 +47,15 @@ def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fiel
 
     Overrides come as a dict (`load_config("x", {"agent.gamma": 0.9})`) or as
     keywords for top-level fields (`load_config("x", num_envs=8)`), or both.
+    The `TIMING_FIELDS` are `HANG_SECONDS` unless overridden, so that no
+    test's run depends on how busy the host is.
     """
-    return loading.load(os.path.join(ROOT, "configs", f"{name}.py"), {**(overrides or {}), **fields})
+    overrides = {**(overrides or {}), **fields}
+    config = loading.load(os.path.join(ROOT, "configs", f"{name}.py"), overrides)
+    for field in TIMING_FIELDS[config.architecture]:
+        if field not in overrides:
+            config[field] = HANG_SECONDS
+    return config
 
 
 def small_sebulba_cartpole(**overrides: Any):
@@ -62,7 +89,7 @@ def run_module(
     name: str,
     *args: str,
     num_devices: int = 1,
-    timeout: float = 300,
+    timeout: float = HANG_SECONDS,
     env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Runs `python -m tests.programs.NAME ARGS...` in a fresh interpreter that sees `num_devices` CPU devices.
@@ -73,7 +100,7 @@ def run_module(
 
 
 def run_cli(
-    *args: str, num_devices: int = 1, timeout: float = 300, env: Mapping[str, str | None] | None = None
+    *args: str, num_devices: int = 1, timeout: float = HANG_SECONDS, env: Mapping[str, str | None] | None = None
 ) -> subprocess.CompletedProcess:
     """Runs `podracer ARGS...` in a fresh interpreter that sees `num_devices` CPU devices (`env` as `run_module`'s)."""
     return _run_python_module("podracer.cli", args, num_devices, timeout, env)
@@ -84,33 +111,157 @@ def last_json_line(stdout: str) -> Any:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
+def overrides_from_json(text: str) -> dict:
+    """Config overrides a program got as JSON on its command line; JSON lists are read as tuples."""
+    return {field: tuple(value) if isinstance(value, list) else value for field, value in json.loads(text).items()}
+
+
+def pause_at_records(seconds: float, hold_from: int | None = None) -> Callable:
+    """A `podracer.train` callback for a run a test kills: it sleeps `seconds` at every log record, timing only.
+
+    From this process's `hold_from`-th record on it waits until the process is
+    killed (`HANG_SECONDS` at the most), so that the run cannot finish before
+    the test kills it, however slow the test's own process.
+    """
+    records = 0
+
+    def pause(event) -> None:
+        nonlocal records
+        records += 1
+        time.sleep(HANG_SECONDS if hold_from is not None and records >= hold_from else seconds)
+
+    return pause
+
+
+_children: list[tuple[subprocess.Popen, bool]] = []  # Every child `start` started, and whether it leads a group.
+
+
+def _default_signals() -> None:
+    """Run in the child before it executes its program: SIGINT and SIGTERM at their defaults, and not blocked.
+
+    It only sets signal dispositions and the signal mask (sigaction,
+    sigprocmask): nothing that could wait on a lock another thread of this
+    process held when it forked.
+    """
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def start(
+    command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str = ROOT, new_session: bool = False
+) -> subprocess.Popen:
+    """Starts `command` as a child the test may signal; stdin is empty, stdout and stderr are piped (text).
+
+    The child takes SIGINT and SIGTERM at their defaults whatever this process
+    does: a child inherits the signals its parent ignores, and a background
+    job (`make test &`, a CI runner, a job scheduler) starts with SIGINT
+    ignored, so the test's SIGINT would never reach the child's handlers (a
+    Python child installs no KeyboardInterrupt handler then, and bash cannot
+    trap it). `new_session`: the child leads a session and process group of
+    its own, which the test signals as a terminal does (`os.killpg`). A child
+    (or its group) still running when the test ends is killed.
+    """
+    with warnings.catch_warnings():  # JAX warns of any fork; this child only resets signals before its exec.
+        warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+        process = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=new_session,
+            preexec_fn=_default_signals,
+        )
+    _children.append((process, new_session))
+    return process
+
+
+def start_program(
+    name: str, *args: str, num_devices: int = 1, env: Mapping[str, str | None] | None = None
+) -> subprocess.Popen:
+    """`start`s `python -m tests.programs.NAME ARGS...` in a fresh interpreter that sees `num_devices` CPU devices."""
+    return start([sys.executable, "-m", f"tests.programs.{name}", *args], env=subprocess_env(num_devices, env))
+
+
+def start_cli(*args: str, num_devices: int = 1, env: Mapping[str, str | None] | None = None) -> subprocess.Popen:
+    """`start`s `podracer ARGS...` in a fresh interpreter that sees `num_devices` CPU devices."""
+    return start([sys.executable, "-m", "podracer.cli", *args], env=subprocess_env(num_devices, env))
+
+
 def start_pod(
     name: str, processes: int, devices_per_process: int, args=(), env: Mapping[str, str] | None = None
 ) -> list[subprocess.Popen]:
-    """Starts `tests.programs.NAME` in `processes` local processes joined as one JAX job (see `podracer.runtime.local_pod`).
+    """`start`s `tests.programs.NAME` in `processes` local processes joined as one JAX job (see `podracer.runtime.local_pod`).
 
     `env` adds environment variables to every process's.
     """
     address = f"127.0.0.1:{local_pod.free_port()}"
     return [
-        subprocess.Popen(
+        start(
             [sys.executable, "-m", f"tests.programs.{name}", *args],
-            cwd=ROOT,
             env={**local_pod.process_env(index, devices_per_process, address), **(env or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
         )
         for index in range(processes)
     ]
 
 
-def _run_python_module(module: str, args, num_devices: int, timeout: float, env) -> subprocess.CompletedProcess:
+def finish(processes: Sequence[subprocess.Popen]) -> list[tuple[str, str]]:
+    """Every process's (stdout, stderr) once it has exited, which it must with status 0."""
+    outputs = [process.communicate(timeout=HANG_SECONDS) for process in processes]
+    for process, (_, stderr) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, stderr[-3000:]
+    return outputs
+
+
+def wait_until(
+    condition: Callable[[], bool], what: str, processes: Sequence[subprocess.Popen] = (), timeout: float = HANG_SECONDS
+) -> None:
+    """Returns once `condition()` holds; fails the test if one of `processes` ends first, or after `timeout` seconds.
+
+    `what` says what was awaited, for the failure's message (with the ended process's stderr).
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        for process in processes:
+            if process.poll() is not None:
+                stderr = process.communicate(timeout=HANG_SECONDS)[1]
+                pytest.fail(f"waiting for {what}: a process exited with status {process.returncode}\n{stderr[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"waiting for {what}: nothing within {timeout:g} s")
+        time.sleep(0.02)
+
+
+def end_children() -> None:
+    """Kills the children `start` started that still run, with what remains of the groups they lead, and reaps them."""
+    while _children:
+        process, leads_group = _children.pop()
+        try:
+            if leads_group:  # Its group may outlive it (a background job of a script).
+                os.killpg(process.pid, signal.SIGKILL)
+            elif process.poll() is None:
+                process.kill()
+        except ProcessLookupError:
+            pass
+        process.communicate(timeout=HANG_SECONDS)
+
+
+def run(
+    command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str = ROOT, timeout: float = HANG_SECONDS
+) -> subprocess.CompletedProcess:
+    """Runs `command` to its end (`timeout` is for a hang): stdin empty, stdout and stderr captured as text."""
     return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=ROOT,
-        env=subprocess_env(num_devices, env),
+        list(command),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def _run_python_module(module: str, args, num_devices: int, timeout: float, env) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-m", module, *args], env=subprocess_env(num_devices, env), timeout=timeout)

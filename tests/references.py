@@ -339,6 +339,14 @@ def close(got, expected, rtol=1e-5, atol=1e-5):
     np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=rtol, atol=atol)
 
 
+def close_loss(total, metrics: dict, np_total, np_metrics: dict) -> None:
+    """A loss and its metrics equal the NumPy reference's: the same metric names, each value close."""
+    close(total, np_total)
+    assert set(metrics) == set(np_metrics)
+    for name, value in np_metrics.items():
+        close(metrics[name], value, rtol=1e-5, atol=1e-6)
+
+
 def on_devices(fn, *args, num_devices=1, replicated_args=()):
     """Runs `fn` per device under `jax.shard_map` over `num_devices` devices (pass it `DEVICE_AXIS` as axis name).
 

@@ -10,7 +10,7 @@ import os
 import pytest
 
 import podracer
-from tests.helpers import ROOT, last_json_line, load_config, run_cli, run_module
+from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_cli, run_module
 
 CATCH = "configs/anakin_catch.py"
 
@@ -24,6 +24,7 @@ def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
         "--config.total_steps=40960",
         "--config.num_envs=32",
         "--config.updates_per_dispatch=20",
+        f"--config.max_dispatch_seconds={HANG_SECONDS}",  # Never shortened by a busy host.
         f"--workdir={workdir}",
         "--noprogress",
     )

@@ -4,17 +4,20 @@ Each notebook's `parameters` cell sets its step budgets; the tests add a cell
 after it with smaller ones (as papermill would), so both run in about a minute
 together. A notebook ends by asserting that its agent learned, so a silent
 regression fails here. Kernels run with this interpreter (the .venv's
-ipykernel).
+ipykernel), with Jupyter's and IPython's folders of the test's own: not a
+`python3` kernel, a startup script or a configuration from the user's home.
 """
 
+import json
 import os
 import re
+import sys
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.helpers import ROOT
+from tests.helpers import HANG_SECONDS, ROOT
 
 COLAB = os.path.join(ROOT, "colab")
 NOTEBOOKS = ("anakin.ipynb", "sebulba.ipynb")
@@ -66,15 +69,41 @@ def test_the_colab_links_open_this_notebook_from_the_repository_the_setup_clones
     assert link in open(os.path.join(ROOT, "README.md")).read()
 
 
+KERNEL = "podracer-tests"
+
+
+@pytest.fixture
+def jupyter_folders(tmp_path, monkeypatch):
+    """Jupyter's and IPython's folders in `tmp_path`, with one kernel, KERNEL: this interpreter's ipykernel."""
+    kernel = tmp_path / "data" / "kernels" / KERNEL
+    kernel.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (kernel / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": KERNEL, "language": "python"}))
+    for variable, folder in [
+        ("JUPYTER_PATH", "data"),
+        ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("IPYTHONDIR", "ipython"),
+    ]:
+        monkeypatch.setenv(variable, str(tmp_path / folder))
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_top_to_bottom_and_its_agent_learns(name):
+def test_notebook_runs_top_to_bottom_and_its_agent_learns(name, jupyter_folders):
     notebook = read(name)
     overrides = "\n".join(f"{field} = {value!r}" for field, value in TEST_PARAMETERS[name].items())
     notebook.cells.insert(parameters_cell(notebook) + 1, nbformat.v4.new_code_cell(overrides))
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": COLAB}})
+    # Every wait is for a hang only: a cell may take minutes on a busy machine, the kernel long to start, and its
+    # outputs long to arrive after the cell's reply (nbclient's default is 4 s, after which it drops them).
+    waits = dict(timeout=int(HANG_SECONDS), startup_timeout=int(HANG_SECONDS), iopub_timeout=int(HANG_SECONDS))
+    client = NotebookClient(
+        notebook, kernel_name=KERNEL, raise_on_iopub_timeout=True, resources={"metadata": {"path": COLAB}}, **waits
+    )
     # As a fresh kernel would start: envpool's import sets MPLBACKEND=Agg in this process, which would hide the plots.
-    env = {name: value for name, value in os.environ.items() if not name.startswith("MPL")}
+    env = {name: value for name, value in os.environ.items() if name != "MPLBACKEND"}
     client.execute(env=env)  # Raises CellExecutionError, with the cell and its traceback, if any cell fails.
 
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]

@@ -3,8 +3,9 @@
 Per device (pmap-style, under `jax.shard_map` over `DEVICE_AXIS`), one update
 is an unroll of T steps (`lax.scan`) over the device's batch of environments
 (`vmap`), choosing actions with `agent.act`; then `agent.learn`, which averages
-its gradients over the device axis. One dispatch runs K updates (`lax.scan`
-again), so the host only launches programs and reads metrics. The learner
+its gradients over the device axis. One dispatch runs up to K updates (a
+loop whose length is an argument), so the host only launches programs and
+reads metrics. The learner
 state is replicated; environment states and actor keys are sharded along the
 batch. Parts of the learner state an agent marks `PerDevice` (a replay
 buffer) are each device's own, stacked along a leading device axis
@@ -169,27 +170,49 @@ def make_dispatch(
     members: int = 0,
     members_in_parallel: int = 0,
 ):
-    """The program of one dispatch: K updates on every device of `mesh`, jitted (compile it with `.lower`).
+    """The program of one dispatch: up to K updates on every device of `mesh`, jitted (compile it with `.lower`).
 
-    `dispatch(state, hyperparameters) -> (state, (metrics, completed,
-    finite))`: metrics and completed episodes stacked over the K updates
-    (identical on every device), and with `check_finite` whether each leaf of
-    the final learner state is finite (`podracer.run.finite.leaf_flags`; empty
-    without). A population's outputs have a leading member axis; its members
-    run `members_in_parallel` at a time (`over_members`). The input state's
+    `dispatch(state, hyperparameters, updates) -> (state, (metrics, completed,
+    finite))` runs `updates` updates (an int32 scalar, 1 to K), so one program
+    serves a shorter last dispatch, and a dispatch shortened for
+    `max_dispatch_seconds`, without recompiling. Metrics and completed
+    episodes are stacked over K slots (identical on every device), of which
+    the first `updates` are written (`updates_run` takes them); with
+    `check_finite`, `finite` says whether each leaf of the final learner
+    state is finite (`podracer.run.finite.leaf_flags`; empty without). A
+    population's outputs have a leading member axis; its members run
+    `members_in_parallel` at a time (`over_members`). The input state's
     buffers are donated.
     """
 
-    def run_member(state, hyperparameters):
+    def run_member(state, hyperparameters, updates):
         update = make_per_device_update(env, agent_for(hyperparameters), unroll_length)
         state = state.replace(learner=per_device.local(state.learner))
-        state, (metrics, completed) = jax.lax.scan(update, state, None, length=updates_per_dispatch)
+        slots = jax.tree.map(
+            lambda x: jnp.zeros((updates_per_dispatch, *x.shape), x.dtype), jax.eval_shape(update, state, None)[1]
+        )
+
+        def one_update(index, carry):
+            state, outputs = carry
+            state, step_outputs = update(state, None)
+            return state, _write(outputs, index, step_outputs)
+
+        state, (metrics, completed) = jax.lax.fori_loop(0, updates, one_update, (state, slots))
         flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}
         return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags)
 
-    def dispatch(state, hyperparameters):
+    def on_device(state, hyperparameters, updates):
+        run = over_members(lambda state, varied: run_member(state, varied, updates), members, members_in_parallel)
+        return run(state, hyperparameters)
+
+    def dispatch(state, hyperparameters, updates):
         specs = state_specs(state, members)
-        run = over_members(run_member, members, members_in_parallel)
-        return per_device_program(run, mesh, (specs, REPLICATED), (specs, REPLICATED))(state, hyperparameters)
+        in_specs, out_specs = (specs, REPLICATED, REPLICATED), (specs, REPLICATED)
+        return per_device_program(on_device, mesh, in_specs, out_specs)(state, hyperparameters, updates)
 
     return jax.jit(dispatch, donate_argnums=0)
+
+
+def updates_run(outputs: Any, updates: int, members: int = 0) -> Any:
+    """The first `updates` slots of a dispatch's stacked outputs (after a population's member axis)."""
+    return jax.tree.map(lambda x: x[:, :updates] if members else x[:updates], outputs)

@@ -1,11 +1,13 @@
-"""Anakin's config fields: their defaults, their static checks and the checks against the machine."""
+"""Anakin's config fields: their defaults and static checks, the updates they make and how many go in a dispatch.
 
-import math
+Which devices a config uses is `podracer.runtime.device_split`'s.
+"""
 
 from ml_collections import ConfigDict
 
 from podracer import envs
 from podracer.config import field_checks
+from podracer.run import budget
 
 
 def add_defaults(config: ConfigDict) -> None:
@@ -15,8 +17,10 @@ def add_defaults(config: ConfigDict) -> None:
     config.num_devices = 0  # How many devices to replicate over; 0 means all of them.
     config.num_envs = 64  # Environments in total, split evenly over the devices.
     config.unroll_length = 16  # T: environment steps per update.
-    config.updates_per_dispatch = 10  # K: updates compiled into one program call between logs.
-    # A dispatch slower than this is split (recompiling), so that SIGTERM is honoured within a spot VM's notice.
+    # K: updates compiled into one program call, between two log records. 0 derives it from log_records.
+    config.updates_per_dispatch = 0
+    config.log_records = 100  # With updates_per_dispatch 0: about how many log records the run writes.
+    # A dispatch slower than this is shortened, so that SIGTERM is honoured within a spot VM's notice.
     config.max_dispatch_seconds = 20.0
     # A population's members vmapped at once (0: all; k: groups of k, one group after another, in less memory).
     # 1 runs each member exactly as it would run alone, bitwise; vmapped members agree with it up to float rounding.
@@ -27,28 +31,47 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     """Static checks: types and ranges of Anakin's fields, and the environment's name."""
     field_checks.integer(config, "num_devices", at_least=0)
     field_checks.integer(config, "num_envs", at_least=1, example=64)
-    field_checks.integer(config, "updates_per_dispatch", at_least=1, example=10)
+    field_checks.integer(config, "updates_per_dispatch", at_least=0, example=10)
+    field_checks.integer(config, "log_records", at_least=1, example=100)
     field_checks.number(config, "max_dispatch_seconds", example=20, above=0.0)
     field_checks.integer(config, "members_in_parallel", at_least=0, example=8)
     if env_from_config:
         envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
 
 
-def steps_per_dispatch(config: ConfigDict) -> int:
-    """Environment steps in one dispatch of K updates, over every device."""
-    return config.unroll_length * config.num_envs * config.updates_per_dispatch
+def steps_per_update(config: ConfigDict) -> int:
+    """Environment steps in one update, over every device: `num_envs x unroll_length` (per member of a population)."""
+    return config.unroll_length * config.num_envs
 
 
-def num_dispatches(config: ConfigDict) -> int:
-    """Dispatches of K updates that cover `total_steps` (the last one may overshoot)."""
-    return math.ceil(config.total_steps / steps_per_dispatch(config))
+def num_updates(config: ConfigDict) -> int:
+    """The whole updates that cover `total_steps` (`podracer.run.budget`)."""
+    return budget.whole_updates(config.total_steps, steps_per_update(config))
+
+
+def rounding_note(config: ConfigDict) -> str | None:
+    """The line a run prints when `total_steps` is not a whole number of updates; None when it is."""
+    update = f"{config.num_envs} environments x {config.unroll_length} steps"
+    return budget.rounding_note(config.total_steps, steps_per_update(config), update)
+
+
+def updates_per_dispatch(config: ConfigDict) -> int:
+    """K, the updates in one dispatch: `config.updates_per_dispatch`, or with 0 enough for about `log_records` records.
+
+    Never more than the run has, so a short run compiles no longer program than it needs.
+    """
+    updates = num_updates(config)
+    wanted = config.updates_per_dispatch or budget.updates_between_records(updates, config.log_records)
+    return min(wanted, updates)
 
 
 def shorter_dispatch(updates_per_dispatch: int, seconds: float, max_seconds: float) -> int:
     """The updates per dispatch to use after one of `updates_per_dispatch` took `seconds`.
 
     Unchanged while within `max_seconds`; otherwise the largest divisor that
-    fits (so dispatches still end on the same update counts), at least 1.
+    fits (so dispatches still end on the same update counts), at least 1. The
+    compiled program takes the number of updates as an argument, so a shorter
+    dispatch needs no recompilation.
     """
     if seconds <= max_seconds:
         return updates_per_dispatch

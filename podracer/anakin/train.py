@@ -7,31 +7,53 @@ environment or the agent surfaces while the program is traced, before
 anything is compiled or written.
 """
 
+import dataclasses
 import functools
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 from ml_collections import ConfigDict
 
 from podracer import agents, envs
 from podracer.agents import Agent
 from podracer.anakin import settings
-from podracer.anakin.program import make_dispatch, make_init, over_members
+from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
 from podracer.config import population
 from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
 from podracer.envs.registry import with_config_kwargs
-from podracer.run import finite
+from podracer.run import budget, finite
 from podracer.run.checkpoints import Checkpointer, agree
 from podracer.run.contract import Callback, RunLog, TrainResult, episode_summary
 from podracer.run.metrics_writer import MEMBERS
 from podracer.run.stopping import StoppedBySignal, stop_signals
 from podracer.runtime.device_split import anakin_devices
+from podracer.runtime.distributed import is_chief
 from podracer.runtime.topology import device_mesh
+
+
+@dataclasses.dataclass
+class AnakinRun:
+    """Everything `build` makes: the run's mesh, its agent(s), its initial state and its compiled dispatch."""
+
+    config: ConfigDict
+    mesh: Mesh
+    agent_for: AgentFor  # A member's agent from its hyperparameters.
+    members: int  # A population's members; 0 for a single run.
+    hyperparameters: dict  # The population's varied hyperparameters, `[members]` each ({} for a single run).
+    num_updates: int  # Whole updates that cover total_steps.
+    updates_per_dispatch: int  # K: the most updates one dispatch runs; shortened when dispatches run too long.
+    steps_per_update: int  # Environment steps per update (per member), over every device.
+    state: AnakinState
+    dispatch: Callable  # The compiled program: (state, hyperparameters, updates) -> (state, outputs).
+    compile_seconds: float
+    update: int = 0  # Updates done: a resumed checkpoint's, then each dispatch's.
 
 
 def train(
@@ -50,18 +72,34 @@ def train(
     """
     started = time.perf_counter()
     checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
+    run = build(config, env, agent)
+    resumed = resume(run, checkpointer)
+    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, started, resumed)
+    try:
+        dispatch_until_done(run, log, checkpointer)
+    finally:
+        log.close()
+        checkpointer.close()
+    acting_params = over_members(lambda learner, varied: run.agent_for(varied).acting_params(learner), run.members)
+    return TrainResult(
+        run.state.learner,
+        acting_params(run.state.learner, run.hyperparameters),
+        log.history,
+        log.total_steps * max(run.members, 1),
+    )
+
+
+def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> AnakinRun:
+    """The mesh, the environment and agent (the config's, unless passed in), the initial state and the compiled dispatch.
+
+    Once all of that has worked, says in one line when `total_steps` is not a whole number of updates.
+    """
     mesh = device_mesh(anakin_devices(config))
-    if env is None:
-        env = with_config_kwargs(config, envs.make, config.env.name)
-    training_env = envs.wrap_for_training(env)
-    num_updates = settings.num_dispatches(config) * config.updates_per_dispatch
-    build = functools.partial(agents.make, num_updates=num_updates)
-    if agent is None:
-        agent = build(config)
-    agent_for = population.member_agents(config, agent, build)
-    members = population.size(config)  # 0: a single run.
-    hyperparameters = population.hyperparameters(config)
-    steps_per_update = config.unroll_length * config.num_envs
+    training_env = envs.wrap_for_training(env or with_config_kwargs(config, envs.make, config.env.name))
+    num_updates = settings.num_updates(config)
+    make_agent = functools.partial(agents.make, num_updates=num_updates)
+    agent_for = population.member_agents(config, agent or make_agent(config), make_agent)
+    members, hyperparameters = population.size(config), population.hyperparameters(config)
 
     compile_start = time.perf_counter()
     key = population.keys(config)
@@ -69,9 +107,10 @@ def train(
         lambda varied: make_init(training_env, agent_for, config.num_envs, mesh, key, varied), hyperparameters
     )
     abstract_state = init.eval_shape(key, hyperparameters)  # Its shapes do not depend on which fields vary.
+    updates_per_dispatch = settings.updates_per_dispatch(config)
 
-    def compile_dispatch(updates_per_dispatch: int, varied: dict):  # Errors of agent and environment come here.
-        dispatch = make_dispatch(
+    def compile_dispatch(varied: dict) -> Callable:  # Errors of agent and environment come here.
+        program = make_dispatch(
             training_env,
             agent_for,
             config.unroll_length,
@@ -81,78 +120,96 @@ def train(
             members,
             config.members_in_parallel,
         )
-        return dispatch.lower(abstract_state, varied).compile()
+        return program.lower(abstract_state, varied, np.int32(updates_per_dispatch)).compile()
 
-    updates_per_dispatch = config.updates_per_dispatch
-    dispatch = population.naming_fixed_fields(
-        functools.partial(compile_dispatch, updates_per_dispatch), hyperparameters
-    )
+    dispatch = population.naming_fixed_fields(compile_dispatch, hyperparameters)
     state = init(key, hyperparameters)
-    compile_seconds = time.perf_counter() - compile_start
-
-    update, resumed = 0, None
-    if restored := checkpointer.restore(state):
-        state, resumed = restored
-        update = resumed["update"]
-    log = RunLog(workdir, config, num_updates * steps_per_update, callbacks, started, resumed)
-    stop_requests: list[int] = []
-    try:
-        with stop_signals(stop_requests.append):
-            last_time, first_record = time.perf_counter(), True
-            while update < num_updates:
-                dispatch_start = time.perf_counter()
-                state, (metrics, completed, flags) = dispatch(state, hyperparameters)
-                metrics, completed, flags = jax.device_get((metrics, completed, flags))  # Waits for the dispatch.
-                now = time.perf_counter()
-                record = make_record((update + updates_per_dispatch) * steps_per_update, metrics, completed, members)
-                record["steps_per_second"] = (
-                    updates_per_dispatch * steps_per_update * max(members, 1) / (now - last_time)
-                )
-                if first_record:  # Of this process: a resumed run compiled again.
-                    record["compile_seconds"] = compile_seconds
-                first_record = False
-                log.report(record, state)
-                # Before the state can be checkpointed.
-                for member, (member_metrics, member_flags) in enumerate(members_of((metrics, flags), members)):
-                    finite.check(update + 1, member_metrics, member_flags, member if members else None)
-                update += updates_per_dispatch
-                save, stop, dispatch_seconds = agree(
-                    checkpointer.due(update) or update >= num_updates, bool(stop_requests), now - dispatch_start
-                )
-                if save:
-                    checkpointer.save(update, state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
-                if stop:
-                    raise StoppedBySignal(
-                        stop_requests[0] if stop_requests else signal.SIGTERM,
-                        f"the dispatch under way finished, {checkpointer.where()}, logs flushed",
-                    )
-                shorter = settings.shorter_dispatch(updates_per_dispatch, dispatch_seconds, config.max_dispatch_seconds)
-                if shorter != updates_per_dispatch:
-                    _report_split(updates_per_dispatch, shorter, dispatch_seconds, config.max_dispatch_seconds)
-                    updates_per_dispatch, dispatch = shorter, compile_dispatch(shorter, hyperparameters)
-                last_time = time.perf_counter()
-    finally:
-        log.close()
-        checkpointer.close()
-    acting_params = over_members(lambda learner, varied: agent_for(varied).acting_params(learner), members)
-    return TrainResult(
-        state.learner, acting_params(state.learner, hyperparameters), log.history, log.total_steps * max(members, 1)
+    if (note := settings.rounding_note(config)) and is_chief():
+        print(note, file=sys.stderr)
+    return AnakinRun(
+        config=config,
+        mesh=mesh,
+        agent_for=agent_for,
+        members=members,
+        hyperparameters=hyperparameters,
+        num_updates=num_updates,
+        updates_per_dispatch=updates_per_dispatch,
+        steps_per_update=settings.steps_per_update(config),
+        state=state,
+        dispatch=dispatch,
+        compile_seconds=time.perf_counter() - compile_start,
     )
 
 
-def members_of(tree, members: int) -> list:
-    """`[tree]` for a single run; a population's `tree` (leading member axis) as one tree per member."""
-    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(members)] if members else [tree]
+def resume(run: AnakinRun, checkpointer: Checkpointer) -> dict | None:
+    """Restores the newest readable checkpoint into `run`, if there is one; returns its metadata."""
+    restored = checkpointer.restore(run.state)
+    if restored is None:
+        return None
+    run.state, meta = restored
+    run.update = meta["update"]
+    return meta
 
 
-def _report_split(updates: int, shorter: int, seconds: float, limit: float) -> None:
-    if jax.process_index() == 0:
+def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer) -> None:
+    """Dispatches until the run has made its updates: logs each dispatch, checks it, checkpoints when due.
+
+    Honours SIGINT and SIGTERM after the dispatch under way (and its checkpoint)
+    by raising `StoppedBySignal`.
+    """
+    stop_requests: list[int] = []
+    with stop_signals(stop_requests.append):
+        last_time, first_record = time.perf_counter(), True
+        while run.update < run.num_updates:
+            updates = budget.next_stretch(run.update, run.num_updates, run.updates_per_dispatch)
+            dispatch_start = time.perf_counter()
+            run.state, outputs = run.dispatch(run.state, run.hyperparameters, np.int32(updates))
+            metrics, completed, flags = jax.device_get(outputs)  # Waits for the dispatch.
+            metrics, completed = updates_run((metrics, completed), updates, run.members)
+            now = time.perf_counter()
+            record = make_record((run.update + updates) * run.steps_per_update, metrics, completed, run.members)
+            record["steps_per_second"] = updates * run.steps_per_update * max(run.members, 1) / (now - last_time)
+            if first_record:  # Of this process: a resumed run compiled again.
+                record["compile_seconds"], first_record = run.compile_seconds, False
+            log.report(record, run.state)
+            for member, (member_metrics, member_flags) in enumerate(members_of((metrics, flags), run.members)):
+                finite.check(run.update + 1, member_metrics, member_flags, member if run.members else None)
+            run.update += updates
+            save_and_stop(run, checkpointer, record, stop_requests, now - dispatch_start)
+            last_time = time.perf_counter()
+
+
+def save_and_stop(
+    run: AnakinRun, checkpointer: Checkpointer, record: dict, stop_requests: list[int], dispatch_seconds: float
+) -> None:
+    """After a dispatch: a checkpoint if one is due, a stop if a signal asked for one, a shorter dispatch if too slow.
+
+    Every process of the job decides alike (`agree`), on process 0's clock.
+    """
+    due = checkpointer.due(run.update) or run.update >= run.num_updates
+    save, stop, dispatch_seconds = agree(due, bool(stop_requests), dispatch_seconds)
+    if save:
+        checkpointer.save(run.update, run.state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
+    if stop:
+        raise StoppedBySignal(
+            stop_requests[0] if stop_requests else signal.SIGTERM,
+            f"the dispatch under way finished, {checkpointer.where()}, logs flushed",
+        )
+    limit = run.config.max_dispatch_seconds
+    shorter = settings.shorter_dispatch(run.updates_per_dispatch, dispatch_seconds, limit)
+    if shorter != run.updates_per_dispatch and is_chief():
         print(
-            f"podracer: a dispatch of {updates} updates took {seconds:.1f} s, longer than max_dispatch_seconds="
-            f"{limit:g} (a stop signal waits for the dispatch under way); dispatching {shorter} at a time "
-            "from now on, which recompiles and logs more often",
+            f"podracer: a dispatch of {run.updates_per_dispatch} updates took {dispatch_seconds:.1f} s, longer than "
+            f"max_dispatch_seconds={limit:g} (a stop signal waits for the dispatch under way); dispatching {shorter} "
+            "at a time from now on, which logs more often",
             file=sys.stderr,
         )
+    run.updates_per_dispatch = shorter
+
+
+def members_of(tree: Any, members: int) -> list:
+    """`[tree]` for a single run; a population's `tree` (leading member axis) as one tree per member."""
+    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(members)] if members else [tree]
 
 
 def make_record(step: int, metrics: dict, completed: Completed, members: int) -> dict:

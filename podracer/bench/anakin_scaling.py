@@ -62,12 +62,16 @@ def point(
 ) -> Point:
     """Config `name` with `overrides` (`num_devices` among them), for whole dispatches: 3 of them with `quick`.
 
-    It runs in a process with `process_devices` devices (default: `num_devices`).
-    A population's point also records its `members`.
+    The dispatch length is the one the config's own run would take, fixed so
+    that the point's budget of whole dispatches does not change it. It runs in
+    a process with `process_devices` devices (default: `num_devices`). A
+    population's point also records its `members`.
     """
     config = configs.load_named(name, overrides)
-    steps_per_dispatch = settings.steps_per_dispatch(config)
+    updates_per_dispatch = settings.updates_per_dispatch(config)
+    steps_per_dispatch = updates_per_dispatch * settings.steps_per_update(config)
     dispatches = QUICK_DISPATCHES if setup.quick else math.ceil(config.total_steps / steps_per_dispatch)
+    overrides = {**overrides, "updates_per_dispatch": updates_per_dispatch}
     task = AnakinRun(configs.path(name), {**overrides, "total_steps": dispatches * steps_per_dispatch})
     columns = {
         "env": config.env.name,

@@ -28,7 +28,12 @@ DISPATCHES = 6  # The first is dropped: the median of 5. A dispatch of 64 member
 def plan(setup: Setup) -> list[Point]:
     """Catch as a population of each of `MEMBERS` (`quick`: `QUICK_MEMBERS`), on the same devices, in one process."""
     config = configs.load_named(BENCHMARK)
-    base = {"num_devices": devices(setup, config), "total_steps": DISPATCHES * settings.steps_per_dispatch(config)}
+    updates_per_dispatch = settings.updates_per_dispatch(config)
+    base = {
+        "num_devices": devices(setup, config),
+        "updates_per_dispatch": updates_per_dispatch,
+        "total_steps": DISPATCHES * updates_per_dispatch * settings.steps_per_update(config),
+    }
     return [
         anakin_scaling.point(setup, FIGURE, "members", BENCHMARK, BENCHMARK, {**base, "population.seed": seeds(m)})
         for m in (QUICK_MEMBERS if setup.quick else MEMBERS)

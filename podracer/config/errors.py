@@ -20,5 +20,5 @@ class UsageError(ValueError):
 
 
 def count(number: int, singular: str, plural: str = "") -> str:
-    """`number` and its noun: "1 device", "2 devices", "2 processes" (with `plural`)."""
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+    """`number` (with thousands separators) and its noun: "1 device", "2,048 devices", "2 processes" (with `plural`)."""
+    return f"{number:,} {singular if number == 1 else plural or singular + 's'}"

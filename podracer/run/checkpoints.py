@@ -35,10 +35,12 @@ from podracer.config.errors import ConfigError
 SAFE_TO_CHANGE = (
     "total_steps",
     "updates_per_dispatch",
+    "log_records",
     "log_every_updates",
     "checkpoint",
     "resume",
     "stall_timeout_seconds",
+    "stop_grace_seconds",
     "cpu_threads",
     "check_finite",
     "max_dispatch_seconds",

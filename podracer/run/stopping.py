@@ -4,7 +4,10 @@ While `stop_signals` is active, the signals call `request_stop` instead of
 killing the process; the run then finishes the work under way (Anakin's
 dispatch, Sebulba's update), writes a checkpoint and raises
 `StoppedBySignal`, which the command line turns into exit status 128 + the
-signal number (130 for SIGINT, 143 for SIGTERM).
+signal number (130 for SIGINT, 143 for SIGTERM). A signal the process was
+started with ignored stays ignored, as Unix programs leave it: a shell ignores
+SIGINT for the commands it starts in the background, so that a Ctrl-C meant
+for the foreground does not stop them (`nohup` does the same for SIGHUP).
 """
 
 import contextlib
@@ -25,11 +28,15 @@ class StoppedBySignal(RuntimeError):
 
 @contextlib.contextmanager
 def stop_signals(request_stop: Callable[[int], None]) -> Iterator[None]:
-    """Routes SIGINT and SIGTERM to `request_stop(signal_number)` (only the main thread can take signals)."""
+    """Routes SIGINT and SIGTERM to `request_stop(signal_number)` (only the main thread can take signals).
+
+    Leaves a signal that is ignored as it is.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {number: signal.signal(number, lambda number, frame: request_stop(number)) for number in HANDLED}
+    routed = [number for number in HANDLED if signal.getsignal(number) is not signal.SIG_IGN]
+    previous = {number: signal.signal(number, lambda number, frame: request_stop(number)) for number in routed}
     try:
         yield
     finally:

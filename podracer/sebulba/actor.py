@@ -9,7 +9,6 @@ device-to-device. The handle goes on the thread's own bounded queue.
 """
 
 import queue
-import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -21,19 +20,16 @@ from podracer.agents import Trajectory
 from podracer.envs.episodes import Completed
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
+from podracer.sebulba.phase_clock import PhaseClock
 from podracer.sebulba.unroll import Unroll
 
 
 class Rollout(NamedTuple):
-    """What an actor hands the learner: a trajectory already on the learner devices, and telemetry."""
+    """What an actor hands the learner: a trajectory already on the learner devices, and what it acted with."""
 
     trajectory: Trajectory  # Leaves [T (+ 1), B, ...], sharded along B over the learner mesh.
     params_version: int
     completed: Completed  # The episodes that ended during the rollout.
-    env_seconds: float  # Time this thread spent stepping environments from Python,
-    inference_seconds: float  # ... choosing actions on the actor device from Python,
-    compiled_seconds: float  # ... in compiled rollouts, acting and stepping together,
-    wait_seconds: float  # ... and waiting for parameters or queue space (since the previous rollout).
 
 
 def make_send(learner_sharding: NamedSharding) -> Callable[[Trajectory], Trajectory]:
@@ -82,29 +78,19 @@ def run_actor(
     policy_lag: int,
     first_rollout: int,
     num_rollouts: int,
+    clock: PhaseClock,
 ) -> None:
     """The body of one actor thread: rollouts `first_rollout` to `num_rollouts - 1` (a resumed run skips some).
 
     `unroll` steps environments that were created on the main thread and are used only here, and sends its
-    trajectories to the learner devices.
+    trajectories to the learner devices. The thread's time goes on `clock`: waiting here, the rest in `unroll`.
     """
-    wait_seconds = 0.0
     for index in range(first_rollout, num_rollouts):
         version = policy_version(index, policy_lag, first_rollout)
-        start = time.perf_counter()
+        clock.enter("wait")
         params = control.wait(lambda t: parameters.get(version, device, t), f"parameters version {version}")
-        wait_seconds += time.perf_counter() - start
-
         unrolled = unroll(params)
-        rollout = Rollout(
-            trajectory=unrolled.trajectory,
-            params_version=version,
-            completed=unrolled.completed,
-            env_seconds=unrolled.env_seconds,
-            inference_seconds=unrolled.inference_seconds,
-            compiled_seconds=unrolled.compiled_seconds,
-            wait_seconds=wait_seconds,
-        )
-        start = time.perf_counter()
+        rollout = Rollout(trajectory=unrolled.trajectory, params_version=version, completed=unrolled.completed)
+        clock.enter("wait")
         control.wait(lambda t: rollouts.put(rollout, timeout=t), "space in the rollout queue")
-        wait_seconds = time.perf_counter() - start
+        clock.enter(None)

@@ -10,8 +10,7 @@ axis. The new acting parameters then go device-to-device to every actor device.
 """
 
 import queue
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -27,6 +26,7 @@ from podracer.runtime import per_device
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, per_device_program
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
+from podracer.sebulba.phase_clock import PhaseClock
 from podracer.sebulba.telemetry import TelemetryWindow
 
 # Trajectory leaves are time-major, [T (+ 1), B, ...]: shard the batch axis over the learner devices.
@@ -87,6 +87,8 @@ def run_learner(
     checkpoint_due: Callable[[int], bool],
     report: Callable[[dict | None, SebulbaState, bool], None],
     result: list,
+    clock: PhaseClock,
+    actor_clocks: Sequence[PhaseClock],
 ) -> None:
     """The body of the learner thread: updates `first_version + 1` to `num_updates`; appends the final state to `result`.
 
@@ -97,31 +99,31 @@ def run_learner(
     stop, it hands `report` the state to save. Saves are the main thread's
     job (orbax runs there), so the learner goes on meanwhile: `report` gets a
     copy of the state, which the next update does not touch (it donates its
-    input). After a signal's save it stops the run.
+    input). After a signal's save it stops the run. The learner's time goes
+    on `clock`; the log records' time shares read it and `actor_clocks`.
     """
-    window = TelemetryWindow()
+    window = TelemetryWindow(actor_clocks, clock)
     for version in range(first_version + 1, num_updates + 1):
-        start = time.perf_counter()
         version_key = jax.random.fold_in(key, version)  # Dispatched before the wait, off the actors' path.
         queue_depth = sum(q.qsize() for q in rollout_queues)
+        clock.enter("wait")
         rollouts = [
             control.wait(lambda t, q=q: q.get(timeout=t), f"a rollout from actor thread {index}")
             for index, q in enumerate(rollout_queues)
         ]
-        waited = time.perf_counter() - start
-
-        start = time.perf_counter()
+        clock.enter("learn")
         state, (metrics, flags) = update(state, [r.trajectory for r in rollouts], version_key)
         parameters.publish(version, acting_params(state))
         metrics, flags = jax.device_get((metrics, flags))  # Waits for the update.
+        clock.enter(None)
         finite.check(version, jax.tree.map(lambda value: np.reshape(value, (1,)), metrics), flags)
-        window.add(metrics, rollouts, version, queue_depth, waited, time.perf_counter() - start)
+        window.add(metrics, rollouts, version, queue_depth)
         save, stop, _ = agree(checkpoint_due(version) or version == num_updates, control.stop_signal is not None)
         logs = version % log_every == 0 or version == num_updates
         if logs or save:
             report(window.record(version) if logs else None, SebulbaState(jax.tree.map(jnp.copy, state), version), save)
         if logs:
-            window = TelemetryWindow()
+            window = window.following()
         if stop:
             control.stop.set()  # The actors stop; the main thread saves, then ends the run.
             return

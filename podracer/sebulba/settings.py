@@ -1,14 +1,17 @@
-"""Sebulba's config fields: their defaults, their static checks and the checks against the machine."""
+"""Sebulba's config fields: their defaults and static checks, the updates they make, environment seeds and stepping.
 
-import math
+How a config splits the devices into actor and learner devices is
+`podracer.runtime.device_split`'s.
+"""
 
 import jax
 from ml_collections import ConfigDict
 
 from podracer import envs
 from podracer.config import field_checks
-from podracer.config.errors import ConfigError
+from podracer.config.errors import ConfigError, count
 from podracer.envs.host import HostEnvironment
+from podracer.run import budget
 
 STEPPINGS = ("auto", "compiled", "host")  # config.env_stepping (see env_stepping).
 
@@ -30,6 +33,9 @@ def add_defaults(config: ConfigDict) -> None:
     config.queue_size = 1  # Rollouts each actor thread may have waiting for the learner.
     config.log_every_updates = 10
     config.stall_timeout_seconds = 300.0  # Longest any thread may wait for another before the run fails.
+    # After SIGINT / SIGTERM, how long the learner may take to finish its update and hand over a checkpoint; past it
+    # the run stops without one (the newest earlier checkpoint stands), so that it ends within a spot VM's 30 s notice.
+    config.stop_grace_seconds = 20.0
 
 
 def validate(config: ConfigDict, env_from_config: bool) -> None:
@@ -45,6 +51,7 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     ):
         field_checks.integer(config, field, at_least=1, example=example)
     field_checks.number(config, "stall_timeout_seconds", example=300, above=0.0)
+    field_checks.number(config, "stop_grace_seconds", example=20, above=0.0)
     field_checks.choice(config, "env_stepping", STEPPINGS)
     envs_in_job = config.replicas * len(config.actor_device_ids) * config.actor_threads_per_device
     envs_in_job *= config.envs_per_thread
@@ -95,8 +102,15 @@ def steps_per_update(config: ConfigDict, num_actor_threads: int) -> int:
 
 
 def num_updates(config: ConfigDict, num_actor_threads: int) -> int:
-    """Learner updates that cover `total_steps` (the last one may overshoot)."""
-    return math.ceil(config.total_steps / steps_per_update(config, num_actor_threads))
+    """The whole learner updates that cover `total_steps` (`podracer.run.budget`)."""
+    return budget.whole_updates(config.total_steps, steps_per_update(config, num_actor_threads))
+
+
+def rounding_note(config: ConfigDict, num_actor_threads: int) -> str | None:
+    """The line a run prints when `total_steps` is not a whole number of updates; None when it is."""
+    threads = num_actor_threads * jax.process_count()
+    update = f"{count(threads, 'actor thread')} x {config.envs_per_thread} environments x {config.unroll_length} steps"
+    return budget.rounding_note(config.total_steps, steps_per_update(config, num_actor_threads), update)
 
 
 def env_seed(config: ConfigDict, thread: int, num_actor_threads: int, resumes: int) -> int:

@@ -21,7 +21,6 @@ devices are CPUs, the only place it is tested (on a GPU, envpool's custom call
 copies between device and host itself; `compiled` may be asked for there).
 """
 
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -36,6 +35,7 @@ from podracer.envs.actions import clip_to_spec
 from podracer.envs.episodes import Completed
 from podracer.envs.host import HostEnvironment
 from podracer.envs.timestep import TimeStep
+from podracer.sebulba.phase_clock import PhaseClock
 
 
 class Unrolled(NamedTuple):
@@ -43,9 +43,6 @@ class Unrolled(NamedTuple):
 
     trajectory: Trajectory  # Leaves [T (+ 1), B, ...], as `send` returned them.
     completed: Completed  # The episodes that ended during the rollout (host numbers).
-    env_seconds: float  # Time spent stepping environments from Python,
-    inference_seconds: float  # ... choosing actions on the actor device from Python,
-    compiled_seconds: float  # ... or in the compiled rollout, acting and stepping together.
 
 
 Unroll = Callable[[Any], Unrolled]  # The acting parameters, on the actor device -> the next T steps.
@@ -85,11 +82,16 @@ def make_unroll(
     unroll_length: int,
     send: Callable[[Trajectory], Trajectory],
     stop: Callable[[], None],
+    clock: PhaseClock,
 ) -> Unroll:
-    """The unroll `stepping` asks for: "compiled" or "host" (`config.env_stepping` as `settings.env_stepping` resolves it)."""
+    """The unroll `stepping` asks for: "compiled" or "host" (`config.env_stepping` as `settings.env_stepping` resolves it).
+
+    Its time goes on the actor thread's `clock`: "inference" and "env" for a
+    host-stepped rollout, "compiled" for a compiled one (`telemetry.ACTOR_PHASES`).
+    """
     if stepping == "compiled":
-        return compiled_unroll(env, agent, device, key, unroll_length, send)
-    return host_unroll(env, make_act_step(agent, env.action_spec()), device, key, unroll_length, send, stop)
+        return compiled_unroll(env, agent, device, key, unroll_length, send, clock)
+    return host_unroll(env, make_act_step(agent, env.action_spec()), device, key, unroll_length, send, stop, clock)
 
 
 def host_unroll(
@@ -100,6 +102,7 @@ def host_unroll(
     unroll_length: int,
     send: Callable[[Trajectory], Trajectory],
     stop: Callable[[], None],
+    clock: PhaseClock,
 ) -> Unroll:
     """Rollouts stepped from Python: per step one `act_step` call and one read of its actions, then `env.step`.
 
@@ -117,25 +120,21 @@ def host_unroll(
         if timestep is None:
             timestep = env.reset()
         actions, extras, timesteps = [], [], [timestep]
-        env_seconds = inference_seconds = 0.0
         for _ in range(unroll_length):
             stop()
-            start = time.perf_counter()
+            clock.enter("inference")
             action, env_action, step_extras, key = act_step(params, timestep.observation, key)
             host_action = np.asarray(env_action)
-            inference_seconds += time.perf_counter() - start
-
-            start = time.perf_counter()
+            clock.enter("env")
             timestep = env.step(host_action)
-            env_seconds += time.perf_counter() - start
             actions.append(action)
             extras.append(step_extras)
             timesteps.append(timestep)
-
+        clock.enter(None)
         stacked = stack_timesteps(timesteps)
         completed, episode_return, episode_length = rollout_episodes(stacked, episode_return, episode_length)
         trajectory = send(Trajectory(stacked, *stack_steps(actions, extras)))
-        return Unrolled(trajectory, completed, env_seconds, inference_seconds, 0.0)
+        return Unrolled(trajectory, completed)
 
     return unroll
 
@@ -147,6 +146,7 @@ def compiled_unroll(
     key: chex.PRNGKey,
     unroll_length: int,
     send: Callable[[Trajectory], Trajectory],
+    clock: PhaseClock,
 ) -> Unroll:
     """Rollouts as one program on `device`: `lax.scan` over `act_step` and `env.compiled_step()`.
 
@@ -182,11 +182,12 @@ def compiled_unroll(
         if carry is None:
             zeros = np.zeros(env.num_envs, np.float32)
             carry = jax.device_put((compiled.initial_state, env.reset(), zeros, zeros.astype(np.int32), key), device)
-        start = time.perf_counter()
+        clock.enter("compiled")
         carry, trajectory, completed = program(params, carry)
         trajectory = send(trajectory)
         completed = Completed(*(float(x) for x in jax.device_get(completed)))  # Waits for the rollout.
-        return Unrolled(trajectory, completed, 0.0, 0.0, time.perf_counter() - start)
+        clock.enter(None)
+        return Unrolled(trajectory, completed)
 
     return unroll
 

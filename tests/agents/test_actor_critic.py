@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import pytest
 
 from podracer.agents import actor_critic
-from tests.references import A, apply_fn, close, make_params, make_trajectory, np_actor_critic
+from tests.references import A, apply_fn, close, close_loss, make_params, make_trajectory, np_actor_critic
 
 AC_KWARGS = dict(gamma=0.9, td_lambda=0.8, value_cost=0.7, entropy_cost=0.05)
 
@@ -25,10 +25,7 @@ def test_actor_critic_loss_and_metrics_match_numpy(td_lambda, reward_clip):
     params, trajectory = make_params(), make_trajectory()
     total, metrics = _ac_loss(params, trajectory, jnp.float32(td_lambda), jnp.float32(reward_clip))
     np_total, np_metrics, _ = np_actor_critic(params, trajectory, reward_clip=reward_clip, **kwargs)
-    close(total, np_total)
-    assert set(metrics) == set(np_metrics)
-    for name, value in np_metrics.items():
-        close(metrics[name], value, rtol=1e-5, atol=1e-6)
+    close_loss(total, metrics, np_total, np_metrics)
 
 
 def test_reward_clip_changes_the_loss_of_the_test_data():

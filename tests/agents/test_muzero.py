@@ -151,6 +151,7 @@ def test_value_targets_bootstrap_from_given_values_at_steps_n_to_n_plus_k():
     assert_values_match_numpy(got, drawn.trajectory, root_value)
 
 
+@pytest.mark.slow  # Two learner steps of the model, about 12 s.
 def test_model_bootstrap_takes_the_current_models_values_without_their_gradient():
     params, drawn = tiny_model_params(), sample(5)
     observations = drawn.trajectory.timestep.observation[N : N + K + 1].reshape(-1, 2)

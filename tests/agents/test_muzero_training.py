@@ -42,7 +42,7 @@ def test_one_actor_three_learners_split_each_update_into_minibatch_learn_calls()
         "agent.buffer_size": 12 * 20,
         "agent.min_replay_size": 12 * 8,  # Rows of 8 steps: sampling starts at the second update.
     }
-    result = run_module("muzero_sebulba_run", json.dumps(overrides), num_devices=4, timeout=300)
+    result = run_module("muzero_sebulba_run", json.dumps(overrides), num_devices=4)
     assert result.returncode == 0, result.stderr
     run = last_json_line(result.stdout)
     assert run["learn_calls"] == updates * calls

@@ -2,9 +2,11 @@
 
 Equal means the whole final learner state bitwise, and every metrics.jsonl
 record but its timings. The runs are subprocesses on forced CPU devices; a
-pause at each log record (timing only) leaves room to kill them mid-run. The
-kill lands anywhere, inside a checkpoint's save too (`tests/programs/dies_in_save.py`),
-and in a pod of processes every process is killed.
+pause at each log record (timing only) leaves room to kill them mid-run, and a
+run to be killed waits at a later record until it is (it never ends first,
+however busy the host). The kill lands anywhere, inside a checkpoint's save too
+(`tests/programs/dies_in_save.py`), and in a pod of processes every process is
+killed.
 """
 
 import json
@@ -12,24 +14,40 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 import podracer
 from podracer.run.checkpoints import Checkpointer
-from tests.helpers import ROOT, last_json_line, load_config, run_module, start_pod, subprocess_env
+from tests.helpers import (
+    HANG_SECONDS,
+    finish,
+    last_json_line,
+    load_config,
+    run_module,
+    start_cli,
+    start_pod,
+    start_program,
+    wait_until,
+)
 
 CONFIG = "anakin_catch"
-# 8 dispatches of 4 updates, with a checkpoint after each.
+# 8 dispatches of 4 updates, with a checkpoint after each (and none by time, however slow the run).
 OVERRIDES = {"num_envs": 32, "updates_per_dispatch": 4, "total_steps": 32 * 16 * 4 * 8, "checkpoint.every_updates": 4}
+OVERRIDES["checkpoint.every_minutes"] = 0
 TIMING_FIELDS = ("steps_per_second", "compile_seconds", "wall_seconds")
 
 
 def records(workdir, timings: bool = False) -> list[dict]:
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         return [{k: v for k, v in json.loads(line).items() if timings or k not in TIMING_FIELDS} for line in f]
+
+
+def logged(workdir, lines: int) -> bool:
+    """Whether WORKDIR/metrics.jsonl holds `lines` whole records or more."""
+    path = os.path.join(workdir, "metrics.jsonl")
+    return os.path.exists(path) and open(path).read().count("\n") >= lines
 
 
 def run(workdir, num_devices: int, pause: float = 0.0) -> subprocess.CompletedProcess:
@@ -54,21 +72,11 @@ def uninterrupted(tmp_path_factory):
 
 def kill_when_logged(workdir, num_devices: int, lines: int) -> None:
     """Starts the run and SIGKILLs it once its metrics.jsonl has `lines` records (or more: the kill races on)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.programs.resumable_run", CONFIG, json.dumps(OVERRIDES), str(workdir), "0.3"],
-        cwd=ROOT,
-        env=subprocess_env(num_devices),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    path = os.path.join(workdir, "metrics.jsonl")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if os.path.exists(path) and open(path).read().count("\n") >= lines:
-            time.sleep(random.uniform(0.0, 0.3))  # Anywhere in the pause, or the next dispatch, or a save.
-            break
-        time.sleep(0.01)
-    assert process.poll() is None, "the run ended before it could be killed"
+    args = (CONFIG, json.dumps(OVERRIDES), str(workdir), "0.3", str(lines + 1))  # Held at the record after.
+    process = start_program("resumable_run", *args, num_devices=num_devices)
+    wait_until(lambda: logged(workdir, lines), f"{lines} log records", [process])
+    time.sleep(random.uniform(0.0, 0.3))  # Anywhere in the pause, or the next dispatch, or a save (or the hold).
+    assert process.poll() is None, process.communicate()[1][-3000:]
     process.send_signal(signal.SIGKILL)
     process.wait()
 
@@ -133,37 +141,38 @@ def test_a_kill_during_a_save_leaves_the_previous_checkpoint_to_resume_from(tmp_
     assert records(workdir) == records(whole_dir)
 
 
-def run_pod(workdir, pause: float = 0.0) -> list[subprocess.Popen]:
-    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/test_distributed.py)."""
-    return start_pod("train_in_pod", 2, 2, args=(CONFIG, json.dumps(OVERRIDES), str(workdir), str(pause)))
+def run_pod(workdir, *pause_and_hold: str) -> list[subprocess.Popen]:
+    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/test_distributed.py).
+
+    `pause_and_hold`: train_in_pod's PAUSE_SECONDS and HOLD_FROM, if given.
+    """
+    return start_pod("train_in_pod", 2, 2, args=(CONFIG, json.dumps(OVERRIDES), str(workdir), *pause_and_hold))
 
 
-def finish(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
+def results(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
     """Every process's printed result and stderr, once each has exited with 0."""
-    outputs = [process.communicate(timeout=300) for process in pod]
-    for process, (_, stderr) in zip(pod, outputs, strict=True):
-        assert process.returncode == 0, stderr[-3000:]
-    return [(last_json_line(stdout), stderr) for stdout, stderr in outputs]
+    return [(last_json_line(stdout), stderr) for stdout, stderr in finish(pod)]
 
 
 @pytest.mark.slow  # 35-45 s: a pod of two processes, three times.
 def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
-    whole = finish(run_pod(tmp_path / "whole"))
+    whole = results(run_pod(tmp_path / "whole"))
 
-    pod, folder = run_pod(tmp_path / "killed", pause=0.2), tmp_path / "killed" / "checkpoints"
-    deadline = time.monotonic() + 120
-    while not (folder.is_dir() and sum(name.isdigit() for name in os.listdir(folder)) >= 2):  # Beyond the first.
-        assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
-        assert time.monotonic() < deadline, "no second checkpoint within 120 s"
-        time.sleep(0.01)
-    time.sleep(random.uniform(0.0, 1.0))  # Anywhere in a pause, a dispatch or a save, of 6 dispatches left.
-    assert all(process.poll() is None for process in pod), "the pod ended before it could be killed"
+    # Paused at each record, and held from the fifth: 4 dispatches of 8 are the most it can run before the kill.
+    pod, folder = run_pod(tmp_path / "killed", "0.2", "5"), tmp_path / "killed" / "checkpoints"
+
+    def two_checkpoints() -> bool:  # Beyond the first.
+        return folder.is_dir() and sum(name.isdigit() for name in os.listdir(folder)) >= 2
+
+    wait_until(two_checkpoints, "a second checkpoint", pod)
+    time.sleep(random.uniform(0.0, 1.0))  # Anywhere in a pause, a dispatch or a save (or the hold).
+    assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
     for process in pod:
         process.send_signal(signal.SIGKILL)
     for process in pod:
         process.wait()
 
-    relaunched = finish(run_pod(tmp_path / "killed"))
+    relaunched = results(run_pod(tmp_path / "killed"))
     assert f"resuming from {folder}/" in relaunched[0][1]  # Process 0 says so.
     compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]
     assert len(compiled_at) == 2 and compiled_at[1] > 512 * 8  # It went on from checkpoint 8 or a later one.
@@ -174,31 +183,21 @@ def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
     assert not [name for name in os.listdir(folder) if not name.isdigit()]  # No temporary folder left behind.
 
 
-@pytest.mark.parametrize(
-    "signal_number, exit_code", [(signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow)]
-)
+@pytest.mark.slow  # A run in a fresh process, about 13 s.
+@pytest.mark.parametrize("signal_number, exit_code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_finishes_the_dispatch_writes_a_checkpoint_and_exits(tmp_path, signal_number, exit_code):
     workdir = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "podracer.cli", "train", "--config", f"configs/{CONFIG}.py", "--workdir", str(workdir)]
-        + ["--noprogress", "--config.total_steps=100_000_000", "--config.checkpoint.every_minutes=0"],
-        cwd=ROOT,
-        env=subprocess_env(1),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = start_cli(
+        *("train", "--config", f"configs/{CONFIG}.py", "--workdir", str(workdir), "--noprogress"),
+        *("--config.total_steps=100_000_000", "--config.checkpoint.every_minutes=0"),
+        f"--config.max_dispatch_seconds={HANG_SECONDS}",
     )
-    path = workdir / "metrics.jsonl"
-    deadline = time.monotonic() + 120
-    while not (path.exists() and path.read_text().count("\n") >= 2) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: logged(workdir, 2), "2 log records", [process])
     process.send_signal(signal_number)
-    sent = time.monotonic()
-    _, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=HANG_SECONDS)  # Not the 100M steps: the stop's checkpoint is the only one.
     assert process.returncode == exit_code, stderr
-    assert time.monotonic() - sent < 30
     assert f"stopped by {signal.Signals(signal_number).name}" in stderr and "checkpoint written" in stderr
-    last = json.loads(path.read_text().splitlines()[-1])
+    last = records(workdir)[-1]
     config = load_config(CONFIG)
     update = last["step"] // (config.num_envs * config.unroll_length)
     assert sorted(os.listdir(workdir / "checkpoints")) == [str(update)]  # Only time and the end save: the stop's.
@@ -209,7 +208,7 @@ def test_a_signal_finishes_the_dispatch_writes_a_checkpoint_and_exits(tmp_path, 
 
 def small_catch(**fields):
     overrides = {"num_envs": 16, "updates_per_dispatch": 2, "total_steps": 16 * 16 * 2 * 3}
-    overrides["checkpoint.every_updates"] = 2
+    overrides.update({"checkpoint.every_updates": 2, "checkpoint.every_minutes": 0})
     return load_config(CONFIG, {**overrides, **fields})
 
 

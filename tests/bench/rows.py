@@ -3,25 +3,26 @@
 from podracer.bench.records import Row
 
 
+def spread(median: float) -> dict:
+    """A row's rate columns: 3 repeats spread -10% to +10% about `median`."""
+    return {"median": median, "min": median * 0.9, "max": median * 1.1, "repeats": 3}
+
+
+def catch_row(figure: str, sweep: str, devices: int, median: float, **columns) -> Row:
+    """A row of Anakin on Catch (an MLP, unroll 16) in `figure`'s `sweep` on `devices` CPU devices."""
+    fields = {"benchmark": "anakin_catch", "env": "catch", "network": "mlp(64,64)", "platform": "cpu"}
+    fields.update(unroll_length=16, unit="steps/s", **spread(median))
+    return Row(figure=figure, sweep=sweep, devices=devices, **{**fields, **columns})
+
+
+def scaling_row(devices: int, median: float, benchmark: str = "anakin_catch") -> Row:
+    """A row of figure 4a: `benchmark` on `devices` devices of 64 environments each."""
+    return catch_row("4a", "devices", devices, median, benchmark=benchmark, num_envs=64 * devices)
+
+
 def population_row(members: int, median: float) -> Row:
-    """A population figure's row of `members` Catch members, with a spread of -10% to +10% about `median`."""
-    return Row(
-        figure="population",
-        sweep="members",
-        benchmark="anakin_catch",
-        env="catch",
-        network="mlp(64,64)",
-        platform="cpu",
-        devices=2,
-        members=members,
-        num_envs=512,
-        unroll_length=16,
-        median=median,
-        min=median * 0.9,
-        max=median * 1.1,
-        repeats=3,
-        unit="steps/s",
-    )
+    """A population figure's row of `members` Catch members on 2 devices, 512 environments each."""
+    return catch_row("population", "members", 2, median, members=members, num_envs=512)
 
 
 def muzero_row(sweep: str, median: float, **columns) -> Row:
@@ -40,10 +41,7 @@ def muzero_row(sweep: str, median: float, **columns) -> Row:
         "envs_per_thread": 16,
         "unroll_length": 16,
         "simulations": 16,
-        "median": median,
-        "min": median * 0.9,
-        "max": median * 1.1,
-        "repeats": 3,
         "unit": "frames/s",
+        **spread(median),
     }
     return Row(**{**fields, **columns})

@@ -1,5 +1,6 @@
 """The machine columns: the CPU's model, and podracer's commit with its dirty mark."""
 
+import os
 import subprocess
 
 from podracer.bench import machine
@@ -12,7 +13,11 @@ def test_cpu_model_is_the_first_model_name_in_cpuinfo(tmp_path):
     assert machine.cpu_model(str(tmp_path / "missing")) == (machine.platform.processor() or "unknown")
 
 
-def test_commit_is_the_short_hash_marked_dirty_by_changed_tracked_files(tmp_path):
+def test_commit_is_the_short_hash_marked_dirty_by_changed_tracked_files(tmp_path, monkeypatch):
+    # Git's defaults, not the user's or the system's configuration (commit signing, hooks, a default branch...).
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # Nor a checkout above the temporary folder.
     assert machine.commit(str(tmp_path)) == "unknown"  # Not a git checkout.
 
     def git(*args):

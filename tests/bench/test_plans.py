@@ -23,14 +23,15 @@ def test_anakin_scaling_keeps_the_batch_per_device_and_runs_whole_dispatches():
     catch = [p for p in points if p.benchmark == "anakin_catch"]
     assert [p.task.overrides["num_envs"] for p in catch] == [256, 512, 1024]  # The config's 512 over 2 CPU devices.
     assert [p.launch for p in catch] == [Launch(n, cpu_threads=1) for n in (1, 2, 4)]  # A process per count.
-    for point in catch:  # 500K steps per device: 41 dispatches of 3 updates x 16 steps x 256 envs per device.
-        assert point.task.overrides["total_steps"] == 41 * 3 * 16 * 256 * point.columns["devices"]
+    for point in catch:  # 500K steps per device: 123 updates, logged every 2 (100 records), so 62 dispatches of 2.
+        assert point.task.overrides["total_steps"] == 62 * 2 * 16 * 256 * point.columns["devices"]
+        assert point.task.overrides["updates_per_dispatch"] == 2  # Fixed, so the point's budget does not change it.
 
 
 def test_quick_anakin_scaling_is_catch_on_one_and_two_devices_for_three_dispatches():
     points = anakin_scaling.plan(CPU_QUICK)
     assert [(p.benchmark, p.columns["devices"]) for p in points] == [("anakin_catch", 1), ("anakin_catch", 2)]
-    assert points[1].task.overrides["total_steps"] == 3 * 3 * 16 * 512  # 3 dispatches of 3 updates, 2 x 256 envs.
+    assert points[1].task.overrides["total_steps"] == 3 * 2 * 16 * 512  # 3 dispatches of 2 updates, 2 x 256 envs.
 
 
 def test_sebulba_splits_every_way_with_environments_every_learner_count_divides():
@@ -101,7 +102,7 @@ def test_populations_train_catch_on_its_two_devices_in_one_process_for_the_same_
     assert {p.launch for p in points} == {Launch(2, cpu_threads=1)}  # The config's 2 CPU devices, of 4.
     for point, members in zip(points, (1, 8, 64), strict=True):
         assert point.task.overrides["num_devices"] == 2 and "num_envs" not in point.task.overrides  # 512 per member.
-        assert point.task.overrides["total_steps"] == population.DISPATCHES * 3 * 16 * 512  # Per member.
+        assert point.task.overrides["total_steps"] == population.DISPATCHES * 2 * 16 * 512  # Per member.
         assert {key: point.columns[key] for key in ("members", "devices", "num_envs", "env")} == {
             "members": members,
             "devices": 2,
@@ -115,7 +116,7 @@ def test_populations_train_catch_on_its_two_devices_in_one_process_for_the_same_
 def test_quick_populations_are_one_and_eight_members_for_three_dispatches():
     points = population.plan(CPU_QUICK)
     assert [p.columns["members"] for p in points] == [1, 8]
-    assert {p.task.overrides["total_steps"] for p in points} == {anakin_scaling.QUICK_DISPATCHES * 3 * 16 * 512}
+    assert {p.task.overrides["total_steps"] for p in points} == {anakin_scaling.QUICK_DISPATCHES * 2 * 16 * 512}
     assert {p.launch for p in points} == {anakin_scaling.plan(CPU_QUICK)[-1].launch}  # Measured beside 4a's.
 
 

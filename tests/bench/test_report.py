@@ -7,7 +7,7 @@ import pytest
 from podracer.bench import anakin_scaling, pipeline, population, report
 from podracer.bench.machine import Machine
 from podracer.bench.records import Row
-from tests.bench.rows import population_row
+from tests.bench.rows import population_row, scaling_row
 
 MACHINE = Machine(
     cpu_model="Test CPU @ 2.0GHz",
@@ -17,25 +17,6 @@ MACHINE = Machine(
     podracer_commit="abc1234",
     glibc_tunables="glibc.malloc.hugetlb=1",
 )
-
-
-def anakin_row(devices: int, median: float, benchmark: str = "anakin_catch") -> Row:
-    return Row(
-        figure="4a",
-        sweep="devices",
-        benchmark=benchmark,
-        env="catch",
-        network="mlp(64,64)",
-        platform="cpu",
-        devices=devices,
-        num_envs=64 * devices,
-        unroll_length=16,
-        median=median,
-        min=median * 0.9,
-        max=median * 1.1,
-        repeats=3,
-        unit="steps/s",
-    )
 
 
 def pipeline_rows(raw: float, trained: float) -> list[Row]:
@@ -64,18 +45,20 @@ def test_scaling_efficiency_is_the_share_of_linear_scaling():
 
 
 def test_efficiencies_are_filled_in_from_the_rows_they_compare_with():
-    rows = [anakin_row(1, 1000.0), anakin_row(2, 1500.0), anakin_row(4, 2000.0), *pipeline_rows(100.0, 85.0)]
+    rows = [scaling_row(1, 1000.0), scaling_row(2, 1500.0), scaling_row(4, 2000.0), *pipeline_rows(100.0, 85.0)]
     rows = pipeline.with_efficiency(anakin_scaling.with_efficiency(rows))
     assert [row.efficiency for row in rows] == pytest.approx([1.0, 0.75, 0.5, None, 0.85])  # envpool alone: none.
 
 
 def test_a_benchmark_without_its_one_device_row_gets_no_efficiency():
-    rows = anakin_scaling.with_efficiency([anakin_row(2, 1500.0), anakin_row(1, 50.0, benchmark="anakin_cartpole_ppo")])
+    rows = anakin_scaling.with_efficiency(
+        [scaling_row(2, 1500.0), scaling_row(1, 50.0, benchmark="anakin_cartpole_ppo")]
+    )
     assert rows[0].efficiency is None and rows[1].efficiency == 1.0
 
 
 def test_the_csv_has_every_column_and_the_machine_on_every_row(tmp_path):
-    rows = anakin_scaling.with_efficiency([anakin_row(1, 1000.0), anakin_row(2, 1500.0), *pipeline_rows(100, 85)])
+    rows = anakin_scaling.with_efficiency([scaling_row(1, 1000.0), scaling_row(2, 1500.0), *pipeline_rows(100, 85)])
     path = tmp_path / "bench.csv"
     report.write_csv(str(path), rows, MACHINE)
     with open(path, newline="") as f:
@@ -94,7 +77,7 @@ def test_the_csv_has_every_column_and_the_machine_on_every_row(tmp_path):
 
 
 def test_rates_in_the_csv_are_rounded_to_a_tenth_and_efficiencies_to_four_decimals(tmp_path):
-    rows = anakin_scaling.with_efficiency([anakin_row(1, 1000.0), anakin_row(3, 1234.56789)])
+    rows = anakin_scaling.with_efficiency([scaling_row(1, 1000.0), scaling_row(3, 1234.56789)])
     report.write_csv(str(tmp_path / "bench.csv"), rows, MACHINE)
     text = (tmp_path / "bench.csv").read_text()
     assert ",1234.6," in text and "1234.56789" not in text
@@ -102,7 +85,7 @@ def test_rates_in_the_csv_are_rounded_to_a_tenth_and_efficiencies_to_four_decima
 
 
 def test_the_markdown_table_has_a_header_a_separator_and_a_line_per_row():
-    rows = pipeline.with_efficiency([anakin_row(1, 1_000_000.0), *pipeline_rows(100_000.0, 85_000.0)])
+    rows = pipeline.with_efficiency([scaling_row(1, 1_000_000.0), *pipeline_rows(100_000.0, 85_000.0)])
     text = report.markdown(rows, MACHINE)
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(rows)
@@ -123,7 +106,7 @@ def test_a_populations_rate_per_member_is_its_total_over_the_members():
 
 
 def test_population_rows_record_their_members_and_the_table_their_rate_per_member(tmp_path):
-    rows = [anakin_row(2, 1_000_000.0), population_row(1, 500_000.0), population_row(64, 640_000.0)]
+    rows = [scaling_row(2, 1_000_000.0), population_row(1, 500_000.0), population_row(64, 640_000.0)]
     report.write_csv(str(tmp_path / "bench.csv"), rows, MACHINE)
     with open(tmp_path / "bench.csv", newline="") as f:
         assert [row["members"] for row in csv.DictReader(f)] == ["", "1", "64"]

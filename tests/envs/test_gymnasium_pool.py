@@ -6,7 +6,6 @@ as a user registers their own: the workers only ever see the `EnvSpec`.
 
 import os
 import signal
-import time
 
 import gymnasium
 import numpy as np
@@ -24,36 +23,47 @@ gymnasium.register("PodracerCrashing-v0", entry_point=Crashing)
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:gymnasium.vector.async_vector_env")
 
 
-@pytest.mark.parametrize("how", ["raise", "unpicklable", "exit", "sigkill", "hang"])
+# How long a hung worker is waited for: long enough that a healthy worker answers first on any host, however busy.
+HUNG_STEP_SECONDS = 10.0
+
+
+@pytest.mark.parametrize(
+    "how", ["raise", "unpicklable", "exit", "sigkill", pytest.param("hang", marks=pytest.mark.slow)]
+)
 def test_a_failing_worker_raises_runtime_error_naming_the_environment(how):
-    """Exceptions (even unpicklable ones), a dying worker and a hung one: a clear error within seconds, not a hang."""
+    """Exceptions (even unpicklable ones), a dying worker and a hung one: a clear error naming it, not a hang.
+
+    Only the hung worker waits out the step timeout; the others fail as soon as
+    the worker does, whatever the timeout (the default here).
+    """
     crash_seed = -1 if how == "sigkill" else 1  # sigkill: no environment fails by itself; the test kills worker 1.
-    env = GymnasiumEnvironment("PodracerCrashing-v0", 2, 0, how=how, crash_seed=crash_seed, step_timeout_seconds=0.3)
+    timeout = {"step_timeout_seconds": HUNG_STEP_SECONDS} if how == "hang" else {}
+    env = GymnasiumEnvironment("PodracerCrashing-v0", 2, 0, how=how, crash_seed=crash_seed, **timeout)
     processes = env._vec.processes
     env.reset()
     env.step(np.zeros(2, np.int64))
     if how == "sigkill":
         os.kill(processes[1].pid, signal.SIGKILL)
-        processes[1].join(5)
+        processes[1].join()
     expected = {
         "raise": r"environment 1 of 2 raised in step: ValueError: boom at step 2\nTraceback in the worker",
         "unpicklable": r"environment 1 of 2 raised in step: ValueError: \('holds a lock'",
         "exit": r"the worker process of environment 1 \(exit code 3\) of 2 died in step",
         "sigkill": r"the worker process of environment 1 \(killed by SIGKILL\) of 2 died in step",
-        "hang": r"environment 1 of 2 gave no answer to step within 0.3 s \(step_timeout_seconds\)",
+        "hang": rf"environment 1 of 2 gave no answer to step within {HUNG_STEP_SECONDS:g} s \(step_timeout_seconds\)",
     }[how]
-    start = time.perf_counter()
     with pytest.raises(RuntimeError, match=r"Gymnasium environment 'PodracerCrashing-v0': " + expected):
         env.step(np.zeros(2, np.int64))
-    assert time.perf_counter() - start < 5
     assert not any(p.is_alive() for p in processes)  # Every worker is ended.
     with pytest.raises(RuntimeError, match="failed and was closed"):
         env.step(np.zeros(2, np.int64))
     env.close()
 
 
-def test_workers_import_neither_podracer_nor_jax_and_leave_ctrl_c_to_the_main_process():
-    with GymnasiumEnvironment(COUNTER, 2, seed=0) as env:
+def test_workers_import_neither_podracer_nor_jax_and_leave_ctrl_c_to_the_main_process(ctrl_c_raises_keyboard_interrupt):
+    # Spawned from this process, the workers start with its handling of Ctrl-C, as in a terminal, however the suite
+    # was launched (forkserver's would start with their server's, fixed by whichever test started it).
+    with GymnasiumEnvironment(COUNTER, 2, seed=0, context="spawn") as env:
         assert env._vec.call("imported", "gymnasium") == (True, True)
         assert env._vec.call("imported", "podracer") == env._vec.call("imported", "jax") == (False, False)
         env.reset()

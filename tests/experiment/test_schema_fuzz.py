@@ -75,7 +75,7 @@ def override(field: str, value) -> str:
 
 COMMON_INTEGERS = ["seed", "total_steps", "unroll_length", "replicas", "cpu_threads", "checkpoint.every_updates"]
 INTEGERS = {
-    "anakin": [*COMMON_INTEGERS, "checkpoint.keep", "num_envs", "num_devices", "updates_per_dispatch"],
+    "anakin": [*COMMON_INTEGERS, "checkpoint.keep", "num_envs", "num_devices", "updates_per_dispatch", "log_records"],
     "sebulba": [
         *COMMON_INTEGERS,
         "envs_per_thread",
@@ -219,7 +219,8 @@ OUT_OF_RANGE = [
     ("network.hidden_size", ["0", "-256"], ALL),
     ("num_envs", ["0", "-64", "1e10"], ANAKIN),
     ("num_devices", ["-1", "-2"], ANAKIN),
-    ("updates_per_dispatch", ["0", "-10"], ANAKIN),
+    ("updates_per_dispatch", ["-1", "-10"], ANAKIN),
+    ("log_records", ["0", "-100"], ANAKIN),
     ("envs_per_thread", ["0", "-16", "3e9"], SEBULBA),
     ("actor_threads_per_device", ["0", "-1"], SEBULBA),
     ("learner_minibatches", ["0", "-2"], SEBULBA),

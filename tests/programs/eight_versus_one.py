@@ -37,7 +37,7 @@ def main():
         assert len(shards) == len(devices), shards
         assert state.timestep.observation.addressable_shards[0].data.shape[0] == config.num_envs // len(devices)
         dispatch = make_dispatch(env, lambda _: agent, config.unroll_length, config.updates_per_dispatch, mesh)
-        state, (metrics, completed, _) = dispatch(state, {})
+        state, (metrics, completed, _) = dispatch(state, {}, np.int32(config.updates_per_dispatch))
         params = state.learner.params
         assert len(jax.tree.leaves(params)[0].sharding.device_set) == len(devices)
         assert replicas_identical(params)

@@ -18,7 +18,7 @@ import numpy as np
 
 import podracer
 from podracer.sebulba import parameter_versions
-from tests.helpers import small_sebulba_cartpole
+from tests.helpers import overrides_from_json, small_sebulba_cartpole
 
 train_module = importlib.import_module("podracer.sebulba.train")  # The module, not a function of that name.
 
@@ -28,7 +28,7 @@ def checksum(params) -> float:
 
 
 def main(argv):
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(argv[1]).items()}
+    overrides = overrides_from_json(argv[1])
     published, received, shards = {}, [], []
 
     versions = parameter_versions.ParameterVersions

@@ -13,11 +13,11 @@ import jax
 import numpy as np
 
 import podracer
-from tests.helpers import load_config
+from tests.helpers import load_config, overrides_from_json
 
 
 def main(argv):
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(argv[1]).items()}
+    overrides = overrides_from_json(argv[1])
     result = podracer.train(load_config("sebulba_cartpole_muzero", overrides))
     state = result.learner_state
     buffer = state.replay.value.buffer

@@ -90,7 +90,12 @@ def test_sebulba_stops_at_the_poisoned_update_with_the_error_itself(tmp_path):
 @pytest.mark.slow  # A training run in a fresh process, about 6 s.
 def test_the_command_line_exits_1_naming_the_update():
     result = run_cli(
-        "train", "--config", "configs/anakin_catch.py", "--config.optimizer.learning_rate=1e30", "--noprogress"
+        "train",
+        "--config",
+        "configs/anakin_catch.py",
+        "--config.optimizer.learning_rate=1e30",
+        "--config.total_steps=81920",  # 10 whole updates of 512 x 16 steps, so no line about rounding.
+        "--noprogress",
     )
     assert result.returncode == 1, result.stderr
     (line,) = result.stderr.strip().splitlines()

@@ -10,11 +10,10 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.helpers import ROOT, start_pod
+from tests.helpers import HANG_SECONDS, finish, last_json_line, run, start_pod, wait_until
 
 CASES = {
     "anakin": ("anakin_catch", {"num_envs": 32, "updates_per_dispatch": 20, "total_steps": 32 * 16 * 20 * 2}),
@@ -37,10 +36,7 @@ CASES = {
 def test_two_processes_train_to_bitwise_identical_parameters(tmp_path, architecture):
     name, overrides = CASES[architecture]
     pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), str(tmp_path)))
-    outputs = [process.communicate(timeout=300) for process in pod]
-    for process, (_, stderr) in zip(pod, outputs, strict=True):
-        assert process.returncode == 0, stderr[-3000:]
-    results = [json.loads(stdout.strip().splitlines()[-1]) for stdout, _ in outputs]
+    results = [last_json_line(stdout) for stdout, _ in finish(pod)]
     assert sorted(r["process"] for r in results) == [0, 1]
     assert all(r["devices"] == 4 for r in results)
     assert results[0]["digest"] == results[1]["digest"]
@@ -52,28 +48,9 @@ def test_two_processes_train_to_bitwise_identical_parameters(tmp_path, architect
 
 @pytest.mark.slow  # A pod of processes through the launcher, about 16 s; the pod tests above cover training.
 def test_launch_local_reports_the_job_once(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "scripts/launch_local.py",
-            "--processes",
-            "2",
-            "--devices-per-process",
-            "2",
-            "--",
-            "--config",
-            "configs/anakin_catch.py",
-            "--config.num_envs=32",
-            "--config.total_steps=20480",
-            "--noprogress",
-            "--workdir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    launcher = [sys.executable, "scripts/launch_local.py", "--processes", "2", "--devices-per-process", "2", "--"]
+    train = ["--config", "configs/anakin_catch.py", "--config.num_envs=32", "--config.total_steps=20480"]
+    result = run([*launcher, *train, "--noprogress", "--workdir", str(tmp_path)])
     assert result.returncode == 0, result.stdout[-3000:]
     done = [line for line in result.stdout.splitlines() if "done:" in line]
     assert len(done) == 1 and done[0].startswith("[0] ") and "on 4 devices in 2 processes" in done[0]
@@ -86,16 +63,12 @@ def test_losing_a_process_ends_the_others_with_an_error(tmp_path):
     overrides = dict(overrides, total_steps=10**9)
     heartbeat = {"PODRACER_HEARTBEAT_TIMEOUT_SECONDS": "5"}
     pod = start_pod("train_in_pod", 2, 2, args=(name, json.dumps(overrides), str(tmp_path)), env=heartbeat)
-    metrics, deadline = tmp_path / "metrics.jsonl", time.monotonic() + 120
-    while not (metrics.exists() and metrics.read_text()):  # Both processes joined the job and train.
-        assert all(process.poll() is None for process in pod), [p.communicate()[1][-2000:] for p in pod]
-        assert time.monotonic() < deadline, "no log record within 120 s"
-        time.sleep(0.2)
+    metrics = tmp_path / "metrics.jsonl"
+    wait_until(lambda: metrics.exists() and metrics.read_text(), "a log record (both processes train)", pod)
     pod[1].send_signal(signal.SIGKILL)
     try:
-        _, stderr = pod[0].communicate(timeout=120)
+        _, stderr = pod[0].communicate(timeout=HANG_SECONDS)
     except subprocess.TimeoutExpired:
-        pod[0].kill()
-        pytest.fail("process 0 kept running after process 1 died")
+        pytest.fail("process 0 kept running after process 1 died")  # The test's end kills it.
     assert pod[0].returncode != 0, stderr[-2000:]
     assert "stopped sending heartbeats" in stderr  # JAX's coordination service names the lost process.

@@ -5,12 +5,14 @@ A fake `gcloud` (and `tar`) on PATH records any call to a marker file, so a dry 
 
 import os
 import shlex
+import signal
 import stat
-import subprocess
+import tarfile
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import HANG_SECONDS, ROOT, start, wait_until
+from tests.helpers import run as run_command
 
 SCRIPT = os.path.join(ROOT, "scripts", "launch_tpu.sh")
 CATCH = "configs/anakin_catch.py"
@@ -28,10 +30,13 @@ def fake_bin(tmp_path_factory):
     return directory, marker
 
 
+def script_env(bin_dir, **variables) -> dict:
+    """This process's environment with `bin_dir` first on PATH (its fakes shadow the real tools), and `variables`."""
+    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **variables)
+
+
 def launch(fake_bin, *args, cwd=ROOT):
-    directory, _ = fake_bin
-    env = dict(os.environ, PATH=f"{directory}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run(["bash", SCRIPT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=30)
+    return run_command(["bash", SCRIPT, *args], env=script_env(fake_bin[0]), cwd=cwd)
 
 
 def dry_run(fake_bin, *args):
@@ -117,7 +122,7 @@ def test_extra_arguments_reach_podracer_intact_through_the_remote_shell(fake_bin
     podracer.parent.mkdir(parents=True)
     podracer.write_text('#!/bin/sh\nfor arg in "$@"; do printf "%s\\n" "$arg"; done\n')
     podracer.chmod(0o755)
-    result = subprocess.run(["bash", "-c", option(run, "--command")], cwd=tmp_path, capture_output=True, text=True)
+    result = run_command(["bash", "-c", option(run, "--command")], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "train",
@@ -219,16 +224,7 @@ def test_a_config_outside_the_project_is_refused(fake_bin, tmp_path):
 
 
 def test_runs_from_another_directory(fake_bin, tmp_path):
-    directory, _ = fake_bin
-    env = dict(os.environ, PATH=f"{directory}{os.pathsep}{os.environ['PATH']}")
-    result = subprocess.run(
-        ["bash", SCRIPT, "--dry-run", *V4_32[:-1], os.path.join(ROOT, CATCH)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = launch(fake_bin, "--dry-run", *V4_32[:-1], os.path.join(ROOT, CATCH), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "--config configs/anakin_catch.py --config.replicas=4" in result.stdout
 
@@ -237,10 +233,14 @@ def test_runs_from_another_directory(fake_bin, tmp_path):
 FAKE_GCLOUD = r"""#!/bin/bash
 printf '%q ' "$@" >> "$FAKE_DIR/log"; echo >> "$FAKE_DIR/log"
 for arg in "$@"; do [[ $arg == *.tar.gz && -f $arg ]] && cp "$arg" "$FAKE_DIR/copied.tar.gz"; done
-# The flag appears once `sleep` runs in this very process: a Ctrl-C that came between a `touch` and a
-# foreground `sleep` would only be acted on after the whole sleep.
+# The flag appears once this very process has become `sleep` (however long that takes on a busy machine): a
+# Ctrl-C that came while bash still ran here, between a `touch` and a foreground `sleep`, would only be acted on
+# after the whole sleep.
 if [[ -n ${FAKE_SLEEP_ON:-} && "$*" == *"$FAKE_SLEEP_ON"* ]]; then
-  (sleep 0.5; touch "$FAKE_DIR/sleeping") >/dev/null 2>&1 &
+  (
+    while [[ -e /proc/$$ && $(cat /proc/$$/comm 2>/dev/null) != sleep ]]; do sleep 0.01; done
+    touch "$FAKE_DIR/sleeping"
+  ) >/dev/null 2>&1 &
   exec sleep 20
 fi
 if [[ -n ${FAKE_FAIL_ON:-} && "$*" == *"$FAKE_FAIL_ON"* ]]; then exit 7; fi
@@ -249,29 +249,16 @@ exit 0
 
 
 def real_run(tmp_path, *args, popen=False, **env_overrides):
+    """The script run for real against FAKE_GCLOUD; with `popen`, started in a process group of its own instead."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gcloud").write_text(FAKE_GCLOUD)
     (bin_dir / "gcloud").chmod(0o755)
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        FAKE_DIR=str(tmp_path),
-        TMPDIR=str(tmp_path),
-        **env_overrides,
-    )
+    env = script_env(bin_dir, FAKE_DIR=str(tmp_path), TMPDIR=str(tmp_path), **env_overrides)
     command = ["bash", SCRIPT, *args, "--no-fetch"]
     if popen:
-        return subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+        return start(command, env=env, new_session=True)
+    return run_command(command, env=env)
 
 
 def logged_calls(tmp_path):
@@ -279,15 +266,13 @@ def logged_calls(tmp_path):
 
 
 def test_for_real_with_a_fake_gcloud_ships_the_tracked_files_and_cleans_up(tmp_path):
-    import tarfile
-
     result = real_run(tmp_path, *V4_32)
     assert result.returncode == 0, result.stderr
     verbs = [call[3] for call in logged_calls(tmp_path)]
     assert verbs == ["create", "scp", "ssh", "ssh"]
     with tarfile.open(tmp_path / "copied.tar.gz") as tarball:
         names = set(tarball.getnames())
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    tracked = run_command(["git", "ls-files"]).stdout.split()
     assert names == {name for name in tracked if os.path.lexists(os.path.join(ROOT, name))}
     assert CATCH in names and "pyproject.toml" in names and not any(n.startswith(".venv/") for n in names)
     assert not list(tmp_path.glob("podracer-launch.*")), "the local staging directory was left behind"
@@ -306,14 +291,9 @@ def test_a_failed_create_never_deletes(tmp_path):
 
 
 def test_ctrl_c_during_the_run_deletes_the_slice(tmp_path):
-    import signal
-    import time
-
     process = real_run(tmp_path, *V4_32, "--delete", popen=True, FAKE_SLEEP_ON="podracer train")
-    deadline = time.monotonic() + 10
-    while not (tmp_path / "sleeping").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until((tmp_path / "sleeping").exists, "the remote run to start", [process])
     os.killpg(process.pid, signal.SIGINT)  # as the terminal does on Ctrl-C: the script and gcloud together
-    _, stderr = process.communicate(timeout=10)
+    _, stderr = process.communicate(timeout=HANG_SECONDS)
     assert process.returncode == 130, stderr
     assert [call[3] for call in logged_calls(tmp_path)] == ["create", "scp", "ssh", "ssh", "delete"]

@@ -26,7 +26,10 @@ from podracer.sebulba.actor import make_send, policy_version, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
+from podracer.sebulba.phase_clock import PhaseClock
+from podracer.sebulba.telemetry import ACTOR_PHASES
 from podracer.sebulba.unroll import make_unroll
+from tests.helpers import HANG_SECONDS
 
 ROLLOUTS, UNROLL, ENVS = 5, 6, 4
 
@@ -49,13 +52,14 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag, s
     device = jax.devices()[0]
     state = agent.init(jax.random.key(0), env.observation_spec(), env.action_spec())
     versions = {v: _version(agent.acting_params(state), v) for v in range(ROLLOUTS)}
-    parameters, rollouts, control = ParameterVersions([device]), queue.Queue(maxsize=1), RunControl(60.0)
+    parameters, rollouts, control = ParameterVersions([device]), queue.Queue(maxsize=1), RunControl(HANG_SECONDS)
     parameters.publish(0, versions[0])
     send = make_send(NamedSharding(device_mesh([device]), TRAJECTORY_SPEC))
+    clock = PhaseClock(ACTOR_PHASES)
     actor = threading.Thread(
         target=run_actor,
         kwargs=dict(
-            unroll=make_unroll(stepping, env, agent, device, jax.random.key(1), UNROLL, send, control.check),
+            unroll=make_unroll(stepping, env, agent, device, jax.random.key(1), UNROLL, send, control.check, clock),
             device=device,
             parameters=parameters,
             rollouts=rollouts,
@@ -63,12 +67,13 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag, s
             policy_lag=policy_lag,
             first_rollout=0,
             num_rollouts=ROLLOUTS,
+            clock=clock,
         ),
     )
     actor.start()
     try:
         for index in range(ROLLOUTS):
-            rollout = rollouts.get(timeout=60)
+            rollout = rollouts.get(timeout=HANG_SECONDS)
             assert rollout.params_version == policy_version(index, policy_lag)
             observations = rollout.trajectory.timestep.observation[:-1].reshape(UNROLL * ENVS, -1)
             recorded = np.asarray(rollout.trajectory.extras["logits"]).reshape(UNROLL * ENVS, -1)
@@ -80,6 +85,6 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag, s
                 parameters.publish(index + 1, versions[index + 1])  # As the learner does after update index + 1.
     finally:
         control.stop.set()
-        actor.join(30)
+        actor.join(HANG_SECONDS)
         env.close()
     assert not actor.is_alive()

@@ -9,6 +9,7 @@ import pytest
 
 from podracer.sebulba.actor import policy_version
 from podracer.sebulba.parameter_versions import VERSIONS_KEPT, ParameterVersions
+from tests.helpers import HANG_SECONDS
 
 
 def test_published_versions_are_copies_on_every_actor_device():
@@ -35,7 +36,7 @@ def test_get_waits_for_a_version_and_times_out_without_it():
         versions.get(1, device, timeout=0.05)
     timer = threading.Timer(0.1, versions.publish, (1, {"w": jnp.ones(2)}))
     timer.start()
-    np.testing.assert_array_equal(versions.get(1, device, timeout=10.0)["w"], [1.0, 1.0])
+    np.testing.assert_array_equal(versions.get(1, device, timeout=HANG_SECONDS)["w"], [1.0, 1.0])
     timer.join()
 
 

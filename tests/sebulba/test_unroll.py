@@ -17,6 +17,8 @@ from podracer import agents
 from podracer.config.errors import ConfigError
 from podracer.envs import LAST, HostEnvironment, make_envpool_env
 from podracer.sebulba import settings
+from podracer.sebulba.phase_clock import PhaseClock
+from podracer.sebulba.telemetry import ACTOR_PHASES
 from podracer.sebulba.unroll import make_unroll
 
 UNROLL, ENVS, ROLLOUTS = 8, 4, 5
@@ -24,10 +26,10 @@ UNROLL, ENVS, ROLLOUTS = 8, 4, 5
 
 def _unrolls(stepping: str, agent, params, device):
     env = make_envpool_env("CartPole-v1", ENVS, seed=2, max_episode_steps=12)
-    sent = []
+    sent, clock = [], PhaseClock(ACTOR_PHASES)
     send = lambda trajectory: sent.append(trajectory) or trajectory  # noqa: E731
-    unroll = make_unroll(stepping, env, agent, device, jax.random.key(7), UNROLL, send, lambda: None)
-    return [unroll(params) for _ in range(ROLLOUTS)], sent, env
+    unroll = make_unroll(stepping, env, agent, device, jax.random.key(7), UNROLL, send, lambda: None, clock)
+    return [unroll(params) for _ in range(ROLLOUTS)], sent, env, clock.read().seconds
 
 
 def test_compiled_and_host_unrolls_give_the_same_rollouts():
@@ -36,8 +38,8 @@ def test_compiled_and_host_unrolls_give_the_same_rollouts():
     spec_env = make_envpool_env("CartPole-v1", ENVS, seed=2)
     state = agent.init(jax.random.key(0), spec_env.observation_spec(), spec_env.action_spec())
     params = jax.device_put(agent.acting_params(state), device)
-    host, host_sent, host_env = _unrolls("host", agent, params, device)
-    compiled, compiled_sent, compiled_env = _unrolls("compiled", agent, params, device)
+    host, host_sent, host_env, host_seconds = _unrolls("host", agent, params, device)
+    compiled, compiled_sent, compiled_env, compiled_seconds = _unrolls("compiled", agent, params, device)
     assert len(host_sent) == len(compiled_sent) == ROLLOUTS  # Every trajectory went through `send`.
     step_types = []
     for a, b in zip(host, compiled, strict=True):
@@ -47,9 +49,10 @@ def test_compiled_and_host_unrolls_give_the_same_rollouts():
         np.testing.assert_allclose(a.trajectory.extras["logits"], b.trajectory.extras["logits"], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(a.completed, np.float64), np.asarray(b.completed, np.float64))
         step_types.append(np.asarray(a.trajectory.timestep.step_type))
-        # Where the time went: stepping and inference from Python, or the compiled rollout as a whole.
-        assert a.env_seconds > 0 and a.inference_seconds > 0 and a.compiled_seconds == 0
-        assert b.env_seconds == b.inference_seconds == 0 and b.compiled_seconds > 0
+    # Where the time went: stepping and inference from Python, or the compiled rollout as a whole.
+    assert host_seconds["env"] > 0 and host_seconds["inference"] > 0 and host_seconds["compiled"] == 0
+    assert compiled_seconds["env"] == compiled_seconds["inference"] == 0 and compiled_seconds["compiled"] > 0
+    assert host_seconds["wait"] == compiled_seconds["wait"] == 0  # The actor thread waits, not the unroll.
     for earlier, later in zip(step_types, step_types[1:], strict=False):
         np.testing.assert_array_equal(earlier[-1], later[0])  # Each rollout starts where the last one ended.
     assert sum(float(u.completed.episodes) for u in host) == sum((s[1:] == LAST).sum() for s in step_types) > 0

@@ -1,11 +1,12 @@
-"""podracer's layers: every import points down, and no module imports itself back through others.
+"""podracer's layout: layers whose imports point down, no import cycles, short modules and short functions.
 
 The package is a stack of layers, each a folder with one role (see each
 subpackage's docstring); a module may import from its own folder and from the
 layers below it, never from above, and two folders of one layer (the two
 architectures) do not import each other. The imports are read from the
 source, imports inside functions included, so a lazy import cannot hide an
-upward one.
+upward one. Modules stay under 300 lines and functions under 60, so that
+each can be read whole.
 """
 
 import ast
@@ -14,6 +15,9 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "podracer"
+
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 60  # From `def` to its last line, the docstring included.
 
 # Bottom to top. A name is a subpackage, or a module at the package root; "podracer" is the root's __init__.
 LAYERS = (
@@ -176,3 +180,20 @@ def test_imports_inside_functions_and_relative_imports_are_read(tmp_path):
     graph = import_graph(package)
     assert graph["podracer.config.a"] == {"podracer.bench.b"}
     assert graph["podracer.config.c"] == {"podracer.config.a"}
+
+
+def test_no_module_is_longer_than_a_reading():
+    long = {
+        str(path): n for path in PACKAGE.rglob("*.py") if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these by responsibility: {long}"
+
+
+def test_no_function_is_longer_than_a_screen():
+    long = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if (lines := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                    long[f"{path}:{node.name}"] = lines
+    assert long == {}, f"split these into named steps: {long}"
