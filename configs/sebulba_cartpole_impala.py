@@ -6,7 +6,7 @@ of the discounted return (`agent.scale_rewards`), acting with the newest
 parameters (policy_lag 0).
 
 What mattered (scripts/seed_sweep.py, seeds 0-4, 5e5 steps, 1 actor + 1
-learner CPU device; the README has the tables): reward scaling. Unscaled,
+learner CPU device; docs/benchmarks.md has the tables): reward scaling. Unscaled,
 returns near 100 make the critic's gradients dwarf the policy's under the
 shared global-norm clip, and only 2 of 5 seeds reached 475 with either lag
 (Adam 1e-3); annealing the rate, more sequential updates per batch or a looser

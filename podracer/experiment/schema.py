@@ -55,7 +55,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(
         {
-            "torso": "mlp",  # One of networks.TORSOS; the pixel torsos read channels, num_blocks, hidden_size.
+            "torso": "mlp",  # One of torsos.TORSOS; the pixel torsos read channels, num_blocks, hidden_size.
             "hidden_sizes": (64, 64),
             "activation": "tanh",
             "shared_torso": True,
