@@ -183,12 +183,12 @@ def start_program(
     name: str, *args: str, num_devices: int = 1, env: Mapping[str, str | None] | None = None
 ) -> subprocess.Popen:
     """`start`s `python -m tests.programs.NAME ARGS...` in a fresh interpreter that sees `num_devices` CPU devices."""
-    return start([sys.executable, "-m", f"tests.programs.{name}", *args], env=subprocess_env(num_devices, env))
+    return _start_python_module(f"tests.programs.{name}", args, num_devices, env)
 
 
 def start_cli(*args: str, num_devices: int = 1, env: Mapping[str, str | None] | None = None) -> subprocess.Popen:
     """`start`s `podracer ARGS...` in a fresh interpreter that sees `num_devices` CPU devices."""
-    return start([sys.executable, "-m", "podracer.cli", *args], env=subprocess_env(num_devices, env))
+    return _start_python_module("podracer.cli", args, num_devices, env)
 
 
 def start_pod(
@@ -265,3 +265,7 @@ def run(
 
 def _run_python_module(module: str, args, num_devices: int, timeout: float, env) -> subprocess.CompletedProcess:
     return run([sys.executable, "-m", module, *args], env=subprocess_env(num_devices, env), timeout=timeout)
+
+
+def _start_python_module(module: str, args, num_devices: int, env) -> subprocess.Popen:
+    return start([sys.executable, "-m", module, *args], env=subprocess_env(num_devices, env))

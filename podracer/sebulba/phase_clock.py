@@ -42,21 +42,20 @@ class PhaseClock:
             raise ValueError(f"unknown phase {phase!r}; this clock counts {sorted(self._seconds)}")
         with self._lock:
             now = self._now()
-            self._close(now)
-            self._phase, self._since = phase, now
+            self._seconds, self._phase, self._since = self._seconds_until(now), phase, now
 
     def read(self) -> Reading:
         """The time now and the seconds spent in each phase up to now, the phase under way included."""
         with self._lock:
             now = self._now()
-            seconds = dict(self._seconds)
-            if self._phase is not None:
-                seconds[self._phase] += now - self._since
-            return Reading(now, seconds)
+            return Reading(now, self._seconds_until(now))
 
-    def _close(self, now: float) -> None:
+    def _seconds_until(self, now: float) -> dict[str, float]:
+        """The seconds spent in each phase up to `now`: those of the phases ended, and the one under way."""
+        seconds = dict(self._seconds)
         if self._phase is not None:
-            self._seconds[self._phase] += now - self._since
+            seconds[self._phase] += now - self._since
+        return seconds
 
 
 def shares(start: Reading, end: Reading) -> dict[str, float]:

@@ -30,7 +30,9 @@ LEARNER_PHASES = ("learn", "wait")  # The learner: its update (and publishing it
 class TelemetryWindow:
     """Metrics and telemetry accumulated between two log records."""
 
-    def __init__(self, actor_clocks: Sequence[PhaseClock], learner_clock: PhaseClock, opened: list[Reading] = None):
+    def __init__(
+        self, actor_clocks: Sequence[PhaseClock], learner_clock: PhaseClock, opened: list[Reading] | None = None
+    ):
         """Opens a window now, or at `opened` (the readings that closed the previous one, so windows tile the run)."""
         self._clocks = [*actor_clocks, learner_clock]
         self._opened = opened or [clock.read() for clock in self._clocks]

@@ -24,14 +24,13 @@ from podracer.run.stopping import stop_signals
 from podracer.sebulba.actor import make_send, run_actor
 from podracer.sebulba.build import SebulbaRun
 from podracer.sebulba.learner import TRAJECTORY_SPEC, run_learner
-from podracer.sebulba.lifecycle import RunControl, start_worker
+from podracer.sebulba.lifecycle import POLL_SECONDS, RunControl, start_worker
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.phase_clock import PhaseClock
 from podracer.sebulba.telemetry import ACTOR_PHASES, LEARNER_PHASES
 from podracer.sebulba.unroll import make_unroll
 
 JOIN_TIMEOUT_SECONDS = 30.0
-POLL_SECONDS = 0.05
 
 
 def start_threads(run: SebulbaRun, checkpointer: Checkpointer, reports: queue.Queue) -> list:
