@@ -1,6 +1,6 @@
 """Independent NumPy references (float64) for the agents' returns and losses, and the data the tests share.
 
-- A tiny linear actor-critic network, in JAX (`apply_fn`, `make_params`) and NumPy
+- A tiny linear actor-critic network, in JAX (`unroll_fn`, `make_params`) and NumPy
   (`np_apply`), and a 5 x 3 trajectory (`make_trajectory`) with a termination, a
   truncation and an auto-reset in it.
 - The per-transition quantities (`np_transitions`), TD(lambda) returns, GAE,
@@ -48,9 +48,14 @@ DISCOUNT[5, 2] = 0.0
 # A tiny linear network, in JAX and in NumPy, and the shared trajectory.
 
 
-def apply_fn(params, obs):
-    """Categorical policy outputs and values, as the agents' networks return them."""
-    return {"logits": obs @ params["w_pi"] + params["b_pi"]}, obs @ params["w_v"] + params["b_v"]
+def unroll_fn(params, state, obs, first):
+    """`(state, (outputs, values))` over observations `[T, B, OBS]`, as the agents' networks return them.
+
+    The network is feed-forward: its state is `()` and passes through, and `first` (where episodes start) only
+    has its type checked, so that a loss handing it anything but a boolean mask `[T, B]` fails here.
+    """
+    assert state == () and first.dtype == jnp.bool_ and first.shape == obs.shape[:-1], (state, first, obs.shape)
+    return state, ({"logits": obs @ params["w_pi"] + params["b_pi"]}, obs @ params["w_v"] + params["b_v"])
 
 
 def np_apply(params, obs):
@@ -259,9 +264,10 @@ def np_impala(
 
 
 def np_ppo(params, batch, *, clip_epsilon, clip_value_loss, value_cost, entropy_cost, normalize_advantages):
-    """The PPO loss and metrics on flat samples (`ppo.Samples`), float64."""
-    b = {k: np.asarray(getattr(batch, k), np.float64) for k in ppo.Samples.__dataclass_fields__}
-    logits, value = np_apply(params, b["observation"])
+    """The PPO loss and metrics on samples (`ppo.Samples`, leaves `[L, M, ...]`, all alike to the loss), float64."""
+    fields = ("action", "old_log_prob", "old_value", "advantage", "target_return", "valid")
+    b = {k: np.asarray(getattr(batch, k), np.float64).reshape(-1) for k in fields}
+    logits, value = np_apply(params, np.asarray(batch.observation, np.float64).reshape(-1, OBS))
     log_probs_all = np_log_softmax(logits)
     log_prob = np.take_along_axis(log_probs_all, b["action"].astype(int)[:, None], -1)[:, 0]
     valid = b["valid"]
@@ -296,7 +302,8 @@ def np_ppo(params, batch, *, clip_epsilon, clip_value_loss, value_cost, entropy_
 
 
 def np_make_samples(params, trajectory, gamma, gae_lambda):
-    """GAE (lambda cut at LAST), return targets and behaviour log-probs, flattened time-major, float64."""
+    """GAE (lambda cut at LAST), return targets and behaviour log-probs, float64, as a feed-forward network's
+    samples: one row `[1, T * B]` of transitions flattened time-major, with no recurrent state."""
     obs = np.asarray(trajectory.timestep.observation, np.float64)
     _, values = np_apply(params, obs)
     rewards, discounts, valid, lambdas = np_transitions(trajectory, gamma, gae_lambda)
@@ -304,15 +311,17 @@ def np_make_samples(params, trajectory, gamma, gae_lambda):
     action = np.asarray(trajectory.action)
     behaviour = np_log_softmax(np.asarray(trajectory.extras["logits"], np.float64))
     old_log_prob = np.take_along_axis(behaviour, action[..., None], -1)[..., 0]
-    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+    flat = lambda x: x.reshape((1, -1) + x.shape[2:])  # noqa: E731
     return ppo.Samples(
         observation=flat(obs[:-1]),
+        first=flat(np.asarray(trajectory.timestep.step_type)[:-1] == FIRST),
         action=flat(action),
         old_log_prob=flat(old_log_prob),
         old_value=flat(values[:-1]),
         advantage=flat(advantages),
         target_return=flat(advantages + values[:-1]),
         valid=flat(valid),
+        state=(),
     )
 
 

@@ -143,6 +143,28 @@ BAD_INPUTS = [
         1,
         ["config.population.optimizer.learning_rate", "member 1", "> 0"],
     ),
+    # Recurrent cores (podracer.agents.cores).
+    (CATCH, ["--config.network.core=rnn"], 1, ["config.network.core", "'rnn'", "'lstm'"]),
+    (CATCH, ["--config.network.core=lstm", "--config.network.core_size=0"], 1, ["config.network.core_size", ">= 1"]),
+    (
+        "configs/anakin_cartpole_ppo.py",
+        ["--config.network.core=gru"],
+        1,
+        ["config.network.shared_torso", "gru core", "--config.network.shared_torso=True"],
+    ),
+    (
+        "configs/anakin_catch_muzero.py",
+        ["--config.network.core=lstm"],
+        1,
+        ["config.network.core", "MuZero", "--config.network.core=none"],
+    ),
+    (
+        DQN,
+        ["--config.network.core=lstm", "--config.agent.burn_in=8", "--config.agent.sequence_length=8"],
+        1,
+        ["config.agent.burn_in", "as long as the sequence", "nothing to learn from"],
+    ),
+    (DQN, ["--config.agent.burn_in=2"], 1, ["config.agent.burn_in", "recurrent core", "--config.network.core=lstm"]),
 ]
 
 

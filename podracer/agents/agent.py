@@ -1,15 +1,27 @@
 """The agent interface: a small record of pure functions, the one seam both architectures attach to.
 
     init(key, observation_spec, action_spec) -> learner_state
-    act(params, observation, key) -> (action, extras)
+    act(params, observation, key) -> (action, extras)                      # feed-forward
+    act(params, timestep, state, key) -> (action, extras, state)          # recurrent
     learn(learner_state, trajectory, key, axis_name) -> (learner_state, metrics)
     acting_params(learner_state) -> params
+    initial_state(batch_size) -> state                                    # recurrent only
 
 Anakin's compiled program and Sebulba's actor threads both act through
-`act`, and both learn through `learn`; neither has acting or learning code of
-its own. An agent knows nothing of devices, meshes or environments until
-`init` is shown the specs, so one agent object runs in a notebook, on every
-core of a TPU slice under Anakin, and under Sebulba on envpool.
+`act_with_state` (which calls `act` either way), and both learn through
+`learn`; neither has acting or learning code of its own. An agent knows
+nothing of devices, meshes or environments until `init` is shown the specs,
+so one agent object runs in a notebook, on every core of a TPU slice under
+Anakin, and under Sebulba on envpool.
+
+An agent with memory declares `initial_state`: each environment then has a
+recurrent state that the architectures carry from step to step (Anakin in
+its scan carry, Sebulba's actor threads on their actor device, across
+rollouts), and that the trajectory keeps as it was when the unroll began.
+Its `act` sees the whole timestep, because it must start the state afresh
+where an episode starts (step type FIRST): the architectures never reset it
+themselves, so acting, and `learn` replaying a sequence from the stored
+state, reset it at exactly the same steps.
 """
 
 import dataclasses
@@ -19,11 +31,12 @@ from typing import Any
 import chex
 
 from podracer.agents.trajectory import Trajectory
+from podracer.envs.timestep import TimeStep
 
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
-    """An agent as four pure functions (see the module docstring for the signatures).
+    """An agent as pure functions (see the module docstring for the signatures).
 
     - `init`: the learner state, any pytree the agent needs (parameters,
       optimiser state, target parameters, a replay buffer, counters), from a
@@ -33,17 +46,43 @@ class Agent:
       device or batch it shares). `extras` is a pytree of `[B, ...]` arrays the
       trajectory stores at every step: the logits of a categorical policy, the
       mean and log-std of a Gaussian, the search policy of a search agent.
+      A recurrent agent's `act` takes the timestep `[B]` and its state
+      instead of the observation, resets the state where the step type is
+      FIRST, and returns the new state as well.
     - `learn`: one update from a trajectory (`Trajectory`, leaves `[T + 1, B,
-      ...]` / `[T, B, ...]`). `axis_name` names the device axis to average
+      ...]` / `[T, B, ...]`, and the recurrent state at the unroll's start,
+      `[1, B, ...]`). `axis_name` names the device axis to average
       gradients over (`podracer.runtime.collectives`), or is `None` on one device, so
       `jax.jit(agent.learn)` works with no mesh. `metrics` is a dict of
       scalars, the same on every device.
     - `acting_params`: what `act` needs, taken from the learner state (the
       policy's parameters, plus e.g. observation statistics or an exploration
       schedule's step).
+    - `initial_state`: None for a feed-forward agent; for a recurrent one,
+      the state `[B, ...]` of `batch_size` environments before their first step.
     """
 
     init: Callable[[chex.PRNGKey, Any, Any], Any]
-    act: Callable[[Any, Any, chex.PRNGKey], tuple[chex.Array, Any]]
+    act: Callable[..., tuple]
     learn: Callable[[Any, Trajectory, chex.PRNGKey, str | None], tuple[Any, dict]]
     acting_params: Callable[[Any], Any]
+    initial_state: Callable[[int], Any] | None = None
+
+    @property
+    def recurrent(self) -> bool:
+        return self.initial_state is not None
+
+    def state_for(self, batch_size: int) -> Any:
+        """The recurrent state of `batch_size` fresh environments; `()` (no arrays at all) for a feed-forward agent."""
+        return self.initial_state(batch_size) if self.recurrent else ()
+
+    def act_with_state(self, params: Any, timestep: TimeStep, state: Any, key: chex.PRNGKey) -> tuple[Any, Any, Any]:
+        """`(action, extras, state)`: the one way the architectures act, for either kind of agent.
+
+        A feed-forward agent's `act` sees only the observation, and its state
+        `()` passes through: the compiled program is the one it always was.
+        """
+        if self.recurrent:
+            return self.act(params, timestep, state, key)
+        action, extras = self.act(params, timestep.observation, key)
+        return action, extras, state

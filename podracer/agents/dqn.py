@@ -9,25 +9,38 @@ deep reinforcement learning", Algorithm 1) and the two extensions of Rainbow
   environment's discount (0 at termination, gamma at a time limit):
     G_t = r_{t+1} + gamma d_{t+1} (G_{t+1} or, at the n-th step or the end of the episode, v(s_{t+1})),
   the TD(lambda) recursion with lambda = 1 inside an episode and 0 at its end
-  (`returns.lambda_returns`);
+  over a window of n steps (`returns.n_step_returns`);
 - double Q-learning (van Hasselt et al. 2016, eq. 4): the online network
   chooses the bootstrap action, the target network values it,
   v(s) = Q_target(s, argmax_a Q(s, a)); plain DQN takes max_a Q_target(s, a).
 
 The loss is the Huber loss of the TD error G_t - Q(s_t, a_t) (Mnih et al. 2015,
 Methods), weighted by the importance weights of a prioritised buffer (Schaul
-et al. 2016, Algorithm 1), whose new priorities are the absolute TD errors.
+et al. 2016, Algorithm 1), averaged over the trained transitions.
 
 Each `learn` call adds the trajectory to the buffer, then takes `replay_ratio`
-gradient steps on sampled sequences of n + 1 steps, each device sampling its
-own buffer and the gradients averaged over devices, once the buffer holds
-`min_replay_size` items. After every gradient step the target network moves
-towards the online one: `target_tau = 1` with `target_update_period = N`
-copies it every N steps (Mnih et al. 2015); `target_update_period = 1` with
-`target_tau < 1` is Polyak averaging (Lillicrap et al. 2016). `act` is
-epsilon-greedy, epsilon decaying linearly from `epsilon_start` to
-`epsilon_end` over the first `epsilon_fraction` of the run's `learn` calls;
-the extras it stores are the Q-values.
+gradient steps on sampled sequences of `sequence_length + n_step` steps, each
+device sampling its own buffer and the gradients averaged over devices, once
+the buffer holds `min_replay_size` items. A feed-forward Q-network
+(`network.core = "none"`) trains the first transition of each sequence of
+n + 1 steps (`sequence_length = 1`), and its priority is its absolute TD error.
+With a recurrent core (`network.core` "lstm" or "gru") DQN is R2D2's
+(Kapturowski et al. 2019, Section 3; `recurrent_replay`): `act` stores the
+state it was given at each step, a sampled sequence is replayed from the
+state stored with its first step ("stored state"), its first `burn_in` steps
+only warm that state (no loss, no gradient), the `sequence_length - burn_in`
+transitions after them are trained, each with its own n-step target, and its
+priority is eta max |TD| + (1 - eta) mean |TD| over them (Section 2.3,
+eta = `priority_eta` = 0.9). R2D2's invertible value rescaling h(x) (Section
+2.3) is not included: targets and Q-values are unscaled, as in DQN.
+
+After every gradient step the target network moves towards the online one:
+`target_tau = 1` with `target_update_period = N` copies it every N steps (Mnih
+et al. 2015); `target_update_period = 1` with `target_tau < 1` is Polyak
+averaging (Lillicrap et al. 2016). `act` is epsilon-greedy, epsilon decaying
+linearly from `epsilon_start` to `epsilon_end` over the first
+`epsilon_fraction` of the run's `learn` calls; its extras are the Q-values
+(and a recurrent DQN's state), of which the buffer keeps only the state.
 """
 
 from typing import Any
@@ -39,12 +52,14 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import networks, registry, replay
+from podracer.agents import networks, recurrent_replay, registry, replay
 from podracer.agents.agent import Agent
+from podracer.agents.network_agent import recurrent_state
 from podracer.agents.optimizer import make_optimizer
-from podracer.agents.returns import lambda_returns
-from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
+from podracer.agents.returns import n_step_returns
+from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
+from podracer.envs.timestep import FIRST, TimeStep
 from podracer.runtime import collectives
 from podracer.runtime.per_device import PerDevice
 
@@ -63,6 +78,7 @@ def defaults() -> ConfigDict:
             "huber_delta": 1.0,  # Where the Huber loss turns from squared to linear.
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari).
             **replay.DEFAULTS,
+            **recurrent_replay.DEFAULTS,
         }
     )
 
@@ -78,6 +94,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     replay.validate(config)
+    recurrent_replay.validate(config)
 
 
 @struct.dataclass
@@ -98,20 +115,42 @@ class ActingParams:
 
 def act(params: ActingParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
     """Epsilon-greedy actions `[B]`, one key per environment; the extras are the Q-values `[B, A]`."""
-    q_values = params.network.apply(observation)
+    _, q_values = params.network.step((), observation)
+    return epsilon_greedy(q_values, params.epsilon, key), {"q_values": q_values}
+
+
+def recurrent_act(
+    params: ActingParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
+) -> tuple[chex.Array, dict, Any]:
+    """`act` with a recurrent core, which restarts its state where the step type is FIRST; it returns the core's
+    next state, and in the extras the state it was given (R2D2's stored state, under `recurrent_replay.STATE`)."""
+    next_state, q_values = params.network.step(state, timestep.observation, timestep.step_type == FIRST)
+    extras = {"q_values": q_values, recurrent_replay.STATE: state}
+    return epsilon_greedy(q_values, params.epsilon, key), extras, next_state
+
+
+def epsilon_greedy(q_values: chex.Array, epsilon: chex.Array, key: chex.PRNGKey) -> chex.Array:
+    """int32 `[B]`: with probability epsilon a uniformly random action, else argmax Q; one key per environment."""
     explore_keys, action_keys = jnp.moveaxis(jax.vmap(jax.random.split)(key), 1, 0)
-    explore = jax.vmap(jax.random.uniform)(explore_keys) < params.epsilon
+    explore = jax.vmap(jax.random.uniform)(explore_keys) < epsilon
     random_actions = jax.vmap(lambda k: jax.random.randint(k, (), 0, q_values.shape[-1]))(action_keys)
-    return jnp.where(explore, random_actions, jnp.argmax(q_values, axis=-1)).astype(jnp.int32), {"q_values": q_values}
+    return jnp.where(explore, random_actions, jnp.argmax(q_values, axis=-1)).astype(jnp.int32)
 
 
-def n_step_targets(
-    trajectory: Trajectory, q_online: chex.Array, q_target: chex.Array, gamma: float, double_q: bool, reward_clip: float
+def sequence_targets(
+    trajectory: Trajectory,
+    q_online: chex.Array,
+    q_target: chex.Array,
+    gamma: float,
+    double_q: bool,
+    reward_clip: float,
+    n_step: int,
 ) -> chex.Array:
-    """The n-step double-Q targets `[S]` of the first transition of each sampled sequence.
+    """The n-step double-Q targets `[L, S]` of the first L transitions of sampled sequences of L + n timesteps.
 
-    `trajectory` holds sequences of n + 1 timesteps `[n + 1, S]`; `q_online` and
-    `q_target` are both networks' Q-values there, `[n + 1, S, A]`.
+    `q_online` and `q_target` are both networks' Q-values there, `[L + n, S, A]`;
+    each target sums n real rewards, cut where the episode ends
+    (`returns.n_step_returns`), then bootstraps.
     """
     chex.assert_rank([q_online, q_target], 3)
     chex.assert_equal_shape([q_online, q_target])
@@ -121,43 +160,54 @@ def n_step_targets(
     else:
         values = jnp.max(q_target, axis=-1)
     tr = transitions(trajectory, gamma, reward_clip)
-    return lambda_returns(tr.rewards, tr.discounts, values, tr.lambdas(1.0))[0]
+    return n_step_returns(tr.rewards, tr.discounts, values, tr.lambdas(1.0), n_step)
 
 
 def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: ConfigDict) -> tuple[chex.Array, tuple]:
-    """The importance-weighted Huber loss of the first transition of each sequence; aux `(metrics, |TD errors|)`."""
-    trajectory = sample.trajectory
-    observation = trajectory.timestep.observation
-    leading = trajectory.timestep.step_type.shape
-    merged = merge_leading_dims(observation)
-    q_values = networks.apply(params, merged).reshape(leading + (-1,))
-    q_target = networks.apply(target_params, merged).reshape(leading + (-1,))
-    targets = n_step_targets(
+    """The importance-weighted Huber loss of each sequence's trained transitions; aux `(metrics, priorities [S])`.
+
+    A sampled sequence starts from the state stored with its first item; the
+    online network burns in its first `burn_in` steps, the target network
+    unrolls the whole sequence, and a sequence's priority mixes the largest
+    and the mean |TD error| of its trained transitions (`recurrent_replay`).
+    """
+    trajectory = recurrent_replay.from_stored_state(sample.trajectory)
+    length = agent_config.sequence_length
+    q_values = recurrent_replay.online_q_values(params, trajectory, agent_config.burn_in)
+    q_target = networks.unroll_trajectory(networks.unroll, target_params, trajectory)
+    targets = sequence_targets(
         trajectory,
         jax.lax.stop_gradient(q_values),
         q_target,
         agent_config.gamma,
         agent_config.double_q,
         agent_config.reward_clip,
+        agent_config.n_step,
     )
-    chosen = jnp.take_along_axis(q_values[0], trajectory.action[0][:, None], axis=-1)[:, 0]
+    chosen = jnp.take_along_axis(q_values[:length], trajectory.action[:length, :, None], axis=-1)[..., 0]
     td_errors = jax.lax.stop_gradient(targets) - chosen
-    valid = transitions(trajectory, agent_config.gamma).valid[0]
-    count = jnp.maximum(jnp.sum(valid), 1.0)
-    total = jnp.sum(valid * sample.weights * optax.huber_loss(td_errors, delta=agent_config.huber_delta)) / count
-    metrics = {"loss": total, "q_mean": jnp.mean(chosen), "td_abs": jnp.sum(valid * jnp.abs(td_errors)) / count}
-    return total, (metrics, jnp.abs(td_errors) * valid)
+    mask = recurrent_replay.trained_mask(trajectory, agent_config.burn_in, length)
+    count = jnp.maximum(jnp.sum(mask), 1.0)
+    total = jnp.sum(mask * sample.weights * optax.huber_loss(td_errors, delta=agent_config.huber_delta)) / count
+    metrics = {
+        "loss": total,
+        "q_mean": jnp.mean(chosen[agent_config.burn_in :]),
+        "td_abs": jnp.sum(mask * jnp.abs(td_errors)) / count,
+    }
+    return total, (metrics, recurrent_replay.sequence_priorities(jnp.abs(td_errors), mask, agent_config.priority_eta))
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config = config.agent
-    replay_setup = replay.setup(config, sequence_length=agent_config.n_step + 1)
+    replay_setup = replay.setup(config, sequence_length=agent_config.sequence_length + agent_config.n_step)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
     epsilon = optax.linear_schedule(
         agent_config.epsilon_start,
         agent_config.epsilon_end,
         max(1, int(agent_config.epsilon_fraction * num_updates)),
     )
+
+    stored_extras = recurrent_replay.stored_state_spec(config.network)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> DQNState:
         module = networks.make_q_network(config.network, observation_spec, action_spec)
@@ -166,7 +216,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
             params=params,
             target_params=params,
             opt_state=optimizer.init(params),
-            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((), jnp.int32)),
+            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((), jnp.int32), stored_extras),
             learn_calls=jnp.int32(0),
             gradient_steps=jnp.int32(0),
         )
@@ -194,10 +244,16 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
 
     def learn(state: DQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[DQNState, dict]:
         learn_calls = state.learn_calls
-        state, metrics = replayed_learn(state, trajectory.replace(extras={}), key, axis_name)  # Q-values not kept.
+        state, metrics = replayed_learn(state, recurrent_replay.kept_extras(trajectory), key, axis_name)
         return state, {**metrics, "epsilon": epsilon(learn_calls)}
 
-    return Agent(init=init, act=act, learn=learn, acting_params=acting_params)
+    return Agent(
+        init=init,
+        act=act if config.network.core == "none" else recurrent_act,
+        learn=learn,
+        acting_params=acting_params,
+        initial_state=recurrent_state(config.network),
+    )
 
 
 registry.register("dqn", defaults=defaults, build=build, validate=validate)

@@ -44,7 +44,7 @@ def loss(
     params: Any,
     trajectory: Trajectory,
     *,
-    apply_fn: Callable,
+    unroll_fn: Callable,
     gamma: float,
     vtrace_lambda: float,
     clip_rho_threshold: float,
@@ -53,8 +53,7 @@ def loss(
     entropy_cost: float,
     reward_clip: float = 0.0,
 ) -> tuple[jnp.ndarray, dict]:
-    step_type = trajectory.timestep.step_type
-    outputs, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    outputs, values = networks.unroll_trajectory(unroll_fn, params, trajectory)
     outputs = jax.tree.map(lambda x: x[:-1], outputs)  # The policy where actions were chosen.
     tr = transitions(trajectory, gamma, reward_clip)
     log_probs = policy.log_prob(outputs, trajectory.action)

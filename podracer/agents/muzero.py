@@ -54,6 +54,7 @@ from podracer.agents.optimizer import make_optimizer
 from podracer.agents.returns import n_step_returns
 from podracer.agents.trajectory import transitions
 from podracer.config import field_checks
+from podracer.config.errors import ConfigError
 from podracer.envs.timestep import LAST
 from podracer.runtime import collectives
 from podracer.runtime.per_device import PerDevice
@@ -87,6 +88,12 @@ def validate(config: ConfigDict) -> None:
     field_checks.choice(config, "agent.value_bootstrap", VALUE_BOOTSTRAPS)
     search.validate(config)
     replay.validate(config)
+    if config.network.core != "none":
+        raise ConfigError(
+            "network.core",
+            f"MuZero's model is feed-forward (representation, dynamics, prediction); it takes no {config.network.core} core",
+            "set --config.network.core=none, or use a recurrent agent (actor_critic, ppo, impala, dqn)",
+        )
 
 
 @struct.dataclass

@@ -6,7 +6,9 @@ the specs it is shown (`networks.init_params`: a categorical head for discrete
 actions, a diagonal Gaussian for real vectors) and the optimiser state; `act`
 samples the policy head and hands back its outputs as `extras` (the behaviour
 policy that off-policy corrections need); the acting parameters are the
-network's. With `agent.normalize_observations` or `agent.scale_rewards` the
+network's. With a recurrent core (`network.core`) the agent is recurrent: its
+state is the core's, and `learn` replays each trajectory from the state it
+stores (`networks.unroll_trajectory`). With `agent.normalize_observations` or `agent.scale_rewards` the
 learner state also keeps running statistics (`normalization`), which `learn`
 updates and applies to the trajectory before the agent's own update sees it,
 and which the acting parameters carry so that `act` normalises identically.
@@ -29,6 +31,7 @@ from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, sl
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.envs.timestep import FIRST, TimeStep
 from podracer.runtime import collectives
 
 NORMALIZATION_DEFAULTS = {
@@ -69,7 +72,20 @@ def network_agent(config: ConfigDict, optimizer: optax.GradientTransformation, l
     def acting_params(state: LearnerState) -> networks.NetworkParams:
         return state.params.replace(observation_statistics=state.normalizers.observations)
 
-    return Agent(init=init, act=act, learn=normalizing_learn, acting_params=acting_params)
+    return Agent(
+        init=init,
+        act=act if config.network.core != "none" else feed_forward_act,
+        learn=normalizing_learn,
+        acting_params=acting_params,
+        initial_state=recurrent_state(config.network),
+    )
+
+
+def recurrent_state(network_config: ConfigDict) -> Callable[[int], Any] | None:
+    """An agent's `initial_state` for the network `config.network` describes: None for a feed-forward one."""
+    if network_config.core == "none":
+        return None
+    return functools.partial(networks.network_state, network_config)
 
 
 def normalize(
@@ -92,14 +108,14 @@ def normalize(
 
 
 def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agent:
-    """An agent whose `learn` is one gradient step of `loss(params, trajectory, apply_fn=..., **config.agent)`.
+    """An agent whose `learn` is one gradient step of `loss(params, trajectory, unroll_fn=..., **config.agent)`.
 
     `loss` must be a mean over the trajectory's environments (axis 1), as the
     built-ins' are: an MLP's gradient is then taken over slices of them on CPU
     (`optimizer.chunked_grad`).
     """
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
-    loss_fn = functools.partial(loss, apply_fn=networks.apply, **hyperparameters(config.agent))
+    loss_fn = functools.partial(loss, unroll_fn=networks.unroll, **hyperparameters(config.agent))
     chunk_axis = 1 if slices_gradients(config.network) else None
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
@@ -109,9 +125,17 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agen
     return network_agent(config, optimizer, learn)
 
 
-def act(params: networks.NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
-    """A sample of the policy head per environment; the head's outputs are the extras."""
-    outputs, _ = params.apply(observation)
+def act(
+    params: networks.NetworkParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
+) -> tuple[chex.Array, dict, Any]:
+    """A sample of the policy head per environment, and the core's next state; the head's outputs are the extras."""
+    state, (outputs, _) = params.step(state, timestep.observation, timestep.step_type == FIRST)
+    return policy.sample(key, outputs), outputs, state
+
+
+def feed_forward_act(params: networks.NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+    """`act` of a network with no core: the policy of each observation alone."""
+    _, (outputs, _) = params.step((), observation)
     return policy.sample(key, outputs), outputs
 
 

@@ -20,6 +20,7 @@ from flax import struct
 from ml_collections import ConfigDict
 
 from podracer.agents import normalization
+from podracer.agents.cores import Core, initial_state
 from podracer.agents.layers import dense
 from podracer.agents.torsos import (
     MLP,
@@ -28,17 +29,20 @@ from podracer.agents.torsos import (
     pixel_torso,
     preprocess_pixels,
 )
-from podracer.agents.trajectory import merge_leading_dims
+from podracer.agents.trajectory import Trajectory, merge_leading_dims
 from podracer.config.errors import ConfigError
+from podracer.envs.timestep import FIRST
 
 ACTION_HEADS = ("categorical", "gaussian")
 
 
 class ActorCritic(nn.Module):
-    """Policy outputs (a `policy` head's dict) and the state value `[N]`, from a torso chosen by `torso`.
+    """Policy outputs (a `policy` head's dict) and state values over a sequence, from a torso chosen by `torso`.
 
-    `action_head` "categorical": `{"logits": [N, action_size]}`; "gaussian": a
-    diagonal Gaussian `{"mean": [N, action_size], "log_std": [N, action_size]}`
+    `__call__(state, observation, first)` reads observations `[T, B, ...]` and
+    returns `(state, (outputs, value))`, outputs and values `[T, B, ...]`.
+    `action_head` "categorical": `{"logits": [..., action_size]}`; "gaussian": a
+    diagonal Gaussian `{"mean": [..., action_size], "log_std": [..., action_size]}`
     whose log-std is one learned vector, independent of the state and starting
     at 0, as in CleanRL's and PureJaxRL's continuous PPO.
     Torsos, `torso` one of `TORSOS`: `"mlp"`, an MLP of `hidden_sizes` and
@@ -49,6 +53,11 @@ class ActorCritic(nn.Module):
     `num_blocks`, `hidden_size`): pixel torsos over uint8 `[N, C, H, W]`
     frames. Policy and value always share a pixel torso, as in both papers;
     `shared_torso=False` is rejected for them rather than ignored.
+    A recurrent `core` ("lstm" or "gru", `cores.CORES`, of `core_size` units)
+    runs over the torso's features, its state `state` `[B, ...]` starting
+    afresh at every `first` `[T, B]` step; with "none" the state is `()` and
+    every step is independent. Each head may have hidden layers of its own
+    (`head_hidden_sizes`), as PureJaxRL's `ppo_rnn.py` network has after its GRU.
     """
 
     action_size: int
@@ -60,9 +69,16 @@ class ActorCritic(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     num_blocks: int = 2
     hidden_size: int = 256
+    core: str = "none"
+    core_size: int = 256
+    head_hidden_sizes: Sequence[int] = ()
 
     @nn.compact
-    def __call__(self, observation: Any) -> tuple[dict, jnp.ndarray]:
+    def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, tuple[dict, jnp.ndarray]]:
+        leading = first.shape
+        observation = merge_leading_dims(observation, len(leading))
+        if self.core != "none" and not self.shared_torso:
+            raise ValueError(f"the {self.core} core feeds policy and value from one torso; set shared_torso=True.")
         if self.torso == "mlp":
             features = flatten_observation(observation)
             policy_features = MLP(self.hidden_sizes, self.activation)(features)
@@ -72,18 +88,26 @@ class ActorCritic(nn.Module):
             if not self.shared_torso:
                 raise ValueError(f"torso {self.torso!r} is shared by policy and value; set shared_torso=True.")
             policy_features = value_features = torso(preprocess_pixels(observation))
-        head = dense(self.action_size, 0.01)(policy_features)
-        value = dense(1, 1.0)(value_features)[..., 0]
+        state, policy_features = _core(self, state, policy_features, first)
+        if self.core != "none":
+            value_features = policy_features  # The torso is shared: the core's features serve both heads.
+        head = dense(self.action_size, 0.01)(_head_torso(self, policy_features))
+        value = dense(1, 1.0)(_head_torso(self, value_features))[..., 0]
         if self.action_head == "categorical":
-            return {"logits": head}, value
-        if self.action_head != "gaussian":
+            outputs = {"logits": head}
+        elif self.action_head == "gaussian":
+            log_std = self.param("log_std", nn.initializers.zeros, (self.action_size,))
+            outputs = {"mean": head, "log_std": jnp.broadcast_to(log_std, head.shape)}
+        else:
             raise ValueError(f"Unknown action head {self.action_head!r}; choose one of {ACTION_HEADS}.")
-        log_std = self.param("log_std", nn.initializers.zeros, (self.action_size,))
-        return {"mean": head, "log_std": jnp.broadcast_to(log_std, head.shape)}, value
+        return state, _split_leading((outputs, value), leading)
 
 
 class QNetwork(nn.Module):
-    """Action values `[N, action_size]` (Mnih et al. 2015), on the torsos `ActorCritic` has (`torso` one of `TORSOS`)."""
+    """Action values `[T, B, action_size]` (Mnih et al. 2015) over a sequence, on `ActorCritic`'s torsos and cores.
+
+    `__call__(state, observation, first) -> (state, q_values)`, as `ActorCritic`'s.
+    """
 
     action_size: int
     hidden_sizes: Sequence[int] = (64, 64)
@@ -92,14 +116,39 @@ class QNetwork(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     num_blocks: int = 2
     hidden_size: int = 256
+    core: str = "none"
+    core_size: int = 256
+    head_hidden_sizes: Sequence[int] = ()
 
     @nn.compact
-    def __call__(self, observation: Any) -> jnp.ndarray:
+    def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
+        leading = first.shape
+        observation = merge_leading_dims(observation, len(leading))
         if self.torso == "mlp":
             features = MLP(self.hidden_sizes, self.activation)(flatten_observation(observation))
         else:
             features = pixel_torso(self)(preprocess_pixels(observation))
-        return dense(self.action_size, 1.0)(features)
+        state, features = _core(self, state, features, first)
+        return state, _split_leading(dense(self.action_size, 1.0)(_head_torso(self, features)), leading)
+
+
+def _core(network: nn.Module, state: Any, features: jnp.ndarray, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
+    """The network's recurrent core over features `[T * B, F]` (the torso's, for T steps of B environments)."""
+    if network.core == "none":
+        return state, features
+    sequence = features.reshape(first.shape + features.shape[1:])
+    state, outputs = Core(network.core, network.core_size)(state, sequence, first)
+    return state, merge_leading_dims(outputs, first.ndim)
+
+
+def _head_torso(network: nn.Module, features: jnp.ndarray) -> jnp.ndarray:
+    """The hidden layers of one head (`head_hidden_sizes`; none by default)."""
+    return MLP(network.head_hidden_sizes, network.activation)(features) if network.head_hidden_sizes else features
+
+
+def _split_leading(tree: Any, leading: tuple) -> Any:
+    """Leaves `[T * B, ...]` back to `[T, B, ...]`."""
+    return jax.tree.map(lambda x: x.reshape(leading + x.shape[1:]), tree)
 
 
 @struct.dataclass
@@ -110,7 +159,7 @@ class NetworkParams:
     so an agent's `act` and `learn` work for whatever observation and action
     specs `init` was shown: one agent object serves any environment. With
     `observation_statistics` (the acting parameters of an agent that
-    normalises observations) `apply` normalises raw observations first, with
+    normalises observations) the network normalises raw observations first, with
     the function `learn` applies to the trajectory (`normalization`).
     """
 
@@ -118,22 +167,34 @@ class NetworkParams:
     variables: Any
     observation_statistics: normalization.RunningStatistics | None = None
 
-    def apply(self, observation: Any) -> Any:
+    def unroll(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, Any]:
+        """`(state, outputs)` over a sequence: observations `[T, B, ...]`, `first` `[T, B]`, the state `[B, ...]`."""
         if self.observation_statistics is not None:
             observation = normalization.normalize_observation(self.observation_statistics, observation)
-        return self.module.apply(self.variables, observation)
+        return self.module.apply(self.variables, state, observation, first)
+
+    def step(self, state: Any, observation: Any, first: jnp.ndarray | None = None) -> tuple[Any, Any]:
+        """`(state, outputs)` for one step of B environments (observations `[B, ...]`, `first` `[B]`, None: no
+        episode starts, as for a network with no core): what acting computes."""
+        if first is None:
+            first = jnp.zeros(jax.tree.leaves(observation)[0].shape[:1], bool)
+        state, outputs = self.unroll(state, *jax.tree.map(lambda x: x[None], (observation, first)))
+        return state, jax.tree.map(lambda x: x[0], outputs)
 
 
-def apply(params: NetworkParams, observation: Any) -> Any:
-    """`params.apply(observation)`, as a function for the losses' `apply_fn`."""
-    return params.apply(observation)
+def unroll(params: NetworkParams, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, Any]:
+    """`params.unroll(state, observation, first)`, as a function for the losses' `unroll_fn`."""
+    return params.unroll(state, observation, first)
 
 
-def apply_merged(apply_fn: Callable, params: Any, observation: Any, leading_shape: tuple) -> tuple:
-    """Policy outputs and values for observations with several leading axes (e.g. `[T + 1, B]`), in one pass."""
-    outputs, values = apply_fn(params, merge_leading_dims(observation, len(leading_shape)))
-    outputs = jax.tree.map(lambda x: x.reshape(leading_shape + x.shape[1:]), outputs)
-    return outputs, values.reshape(leading_shape)
+def unroll_trajectory(unroll_fn: Callable, params: Any, trajectory: Trajectory) -> Any:
+    """The network's outputs at every timestep of a trajectory `[T + 1, B]`, replayed from its initial state.
+
+    The state starts afresh at every FIRST timestep, as it did while acting.
+    """
+    timestep = trajectory.timestep
+    _, outputs = unroll_fn(params, trajectory.initial_state(), timestep.observation, timestep.step_type == FIRST)
+    return outputs
 
 
 def make_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> ActorCritic:
@@ -151,6 +212,7 @@ def make_network(network_config: ConfigDict, observation_spec: Any, action_spec:
             f"the {network_config.torso} torso is shared by policy and value",
             "set --config.network.shared_torso=True",
         )
+
     return ActorCritic(
         action_size=action_size,
         action_head=action_head,
@@ -173,6 +235,9 @@ def make_q_network(network_config: ConfigDict, observation_spec: Any, action_spe
 
 def _torso_fields(network_config: ConfigDict) -> dict:
     return {
+        "core": network_config.core,
+        "core_size": network_config.core_size,
+        "head_hidden_sizes": tuple(network_config.head_hidden_sizes),
         "hidden_sizes": tuple(network_config.hidden_sizes),
         "activation": network_config.activation,
         "torso": network_config.torso,
@@ -213,6 +278,12 @@ def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: An
 
 
 def init_module(key: jax.Array, module: nn.Module, observation_spec: Any) -> NetworkParams:
-    """Fresh weights for `module`, initialised on one dummy observation of `observation_spec`."""
-    dummy = jax.tree.map(lambda spec: jnp.zeros((1,) + spec.shape, spec.dtype), observation_spec)
-    return NetworkParams(module, module.init(key, dummy))
+    """Fresh weights for `module` (an `ActorCritic` or a `QNetwork`), initialised on one dummy step of one environment."""
+    dummy = jax.tree.map(lambda spec: jnp.zeros((1, 1) + spec.shape, spec.dtype), observation_spec)
+    state = initial_state(module.core, module.core_size, 1)
+    return NetworkParams(module, module.init(key, state, dummy, jnp.zeros((1, 1), bool)))
+
+
+def network_state(network_config: ConfigDict, batch_size: int) -> Any:
+    """The recurrent state of `batch_size` fresh environments for the core `config.network` describes (`()`: none)."""
+    return initial_state(network_config.core, network_config.core_size, batch_size)

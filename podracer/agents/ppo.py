@@ -4,8 +4,11 @@ The clipped surrogate objective (eq. 7), a value loss (optionally clipped
 around the old value, as in OpenAI baselines and CleanRL) and an entropy bonus
 (eq. 9); advantages from GAE (Schulman et al. 2016). `learn` makes
 `num_epochs` passes over the local shard of the trajectory, each split into
-`num_minibatches` shuffled minibatches of transitions, one replicated gradient
-step per minibatch. Advantage normalisation uses statistics pooled over all
+`num_minibatches` shuffled minibatches, one replicated gradient step per
+minibatch. A feed-forward network's minibatches are of transitions; a
+recurrent one's are of environments, each keeping its whole sequence and the
+state it started from, so that the loss replays the sequence as it was acted
+(as PureJaxRL's `ppo_rnn.py` splits them). Advantage normalisation uses statistics pooled over all
 devices, so a minibatch is normalised as the union of every device's part of it.
 """
 
@@ -28,6 +31,7 @@ from podracer.agents.returns import generalized_advantages
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.envs.timestep import FIRST
 from podracer.runtime import collectives
 
 
@@ -55,15 +59,17 @@ def validate(config: ConfigDict) -> None:
 
 @struct.dataclass
 class Samples:
-    """Flat transitions `[N, ...]` with everything the PPO loss needs."""
+    """Sequences `[L, M, ...]` of M environments (or, feed-forward, `[1, N]`: N lone transitions) for the loss."""
 
     observation: Any
+    first: chex.Array  # Where an episode starts: a recurrent core starts afresh there.
     action: chex.Array
     old_log_prob: chex.Array
     old_value: chex.Array
     advantage: chex.Array
     target_return: chex.Array
     valid: chex.Array
+    state: Any  # Leaves [1, M, ...]: the recurrent state at each sequence's start; () feed-forward.
 
 
 def shuffled_indices(key: chex.PRNGKey, n: int) -> chex.Array:
@@ -102,7 +108,7 @@ def loss(
     params: Any,
     batch: Samples,
     *,
-    apply_fn: Callable,
+    unroll_fn: Callable,
     clip_epsilon: float,
     clip_value_loss: bool,
     value_cost: float,
@@ -112,8 +118,9 @@ def loss(
 
     Every term is a mean over the batch, masked transitions counting as zero.
     """
-    chex.assert_rank([batch.advantage, batch.valid], 1)
-    outputs, value = apply_fn(params, batch.observation)
+    chex.assert_rank([batch.advantage, batch.valid], 2)
+    initial_state = jax.tree.map(lambda x: x[0], batch.state)
+    _, (outputs, value) = unroll_fn(params, initial_state, batch.observation, batch.first)
     log_ratio = policy.log_prob(outputs, batch.action) - batch.old_log_prob
     ratio = jnp.exp(log_ratio)
     advantage = batch.advantage
@@ -140,26 +147,30 @@ def make_samples(
     params: Any,
     trajectory: Trajectory,
     *,
-    apply_fn: Callable,
+    unroll_fn: Callable,
     gamma: float,
     gae_lambda: float,
     reward_clip: float = 0.0,
 ) -> Samples:
-    """GAE advantages and return targets with the current parameters, flattened to `[T * B]`."""
-    step_type = trajectory.timestep.step_type
-    _, values = networks.apply_merged(apply_fn, params, trajectory.timestep.observation, step_type.shape)
+    """GAE advantages and return targets with the current parameters: sequences `[T, B]` for a recurrent network,
+    `[1, T * B]` transitions for a feed-forward one."""
+    _, values = networks.unroll_trajectory(unroll_fn, params, trajectory)
     tr = transitions(trajectory, gamma, reward_clip)
     advantages = generalized_advantages(tr.rewards, tr.discounts, values, tr.lambdas(gae_lambda))
     samples = Samples(
         observation=jax.tree.map(lambda x: x[:-1], trajectory.timestep.observation),
+        first=trajectory.timestep.step_type[:-1] == FIRST,
         action=trajectory.action,
         old_log_prob=policy.log_prob(trajectory.extras, trajectory.action),
         old_value=values[:-1],
         advantage=advantages,
         target_return=advantages + values[:-1],
         valid=tr.valid,
+        state=trajectory.state,
     )
-    return jax.lax.stop_gradient(merge_leading_dims(samples))
+    if not jax.tree.leaves(trajectory.state):  # Feed-forward: every transition stands alone.
+        samples = jax.tree.map(lambda x: merge_leading_dims(x)[None], samples)
+    return jax.lax.stop_gradient(samples)
 
 
 def learn(
@@ -168,7 +179,7 @@ def learn(
     key: chex.PRNGKey,
     axis_name: collectives.AxisName = None,
     *,
-    apply_fn: Callable,
+    unroll_fn: Callable,
     optimizer: optax.GradientTransformation,
     gamma: float,
     gae_lambda: float,
@@ -187,29 +198,34 @@ def learn(
     (`optimizer.chunked_grad`; `optimizer.slices_gradients` says for which networks).
     """
     samples = make_samples(
-        state.params, trajectory, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda, reward_clip=reward_clip
+        state.params, trajectory, unroll_fn=unroll_fn, gamma=gamma, gae_lambda=gae_lambda, reward_clip=reward_clip
     )
-    num_samples = samples.action.shape[0]
+    num_samples = samples.action.shape[1]
     if num_samples % num_minibatches:
+        what = "environments" if jax.tree.leaves(samples.state) else "transitions"
         raise ConfigError(
             "agent.num_minibatches",
-            f"the {num_samples} transitions each device learns from per update do not split into "
+            f"the {num_samples} {what} each device learns from per update do not split into "
             f"{num_minibatches} equal minibatches",
             f"choose a divisor of {num_samples}, or change unroll_length or the environments per device",
         )
     minibatch_size = num_samples // num_minibatches
 
-    loss_fn = functools.partial(loss, apply_fn=apply_fn, **loss_kwargs)
+    loss_fn = functools.partial(loss, unroll_fn=unroll_fn, **loss_kwargs)
 
     def minibatch_step(state, batch):
         if normalize_advantages:
             batch = batch.replace(advantage=masked_normalize(batch.advantage, batch.valid, axis_name))
-        return sgd_step(state, batch, loss_fn, optimizer, axis_name, chunk_axis=0 if chunk else None)
+        return sgd_step(state, batch, loss_fn, optimizer, axis_name, chunk_axis=1 if chunk else None)
+
+    def split(x: chex.Array, order: chex.Array) -> chex.Array:
+        """`[L, N, ...]` -> `[num_minibatches, L, N / num_minibatches, ...]`, along `order`."""
+        x = x[:, order].reshape((x.shape[0], num_minibatches, minibatch_size) + x.shape[2:])
+        return jnp.swapaxes(x, 0, 1)
 
     def epoch(state, epoch_key):
         order = shuffled_indices(epoch_key, num_samples)
-        minibatches = jax.tree.map(lambda x: x[order].reshape((num_minibatches, minibatch_size) + x.shape[1:]), samples)
-        return jax.lax.scan(minibatch_step, state, minibatches)
+        return jax.lax.scan(minibatch_step, state, jax.tree.map(lambda x: split(x, order), samples))
 
     # Each device shuffles its own shard differently.
     key = jax.random.fold_in(key, collectives.axis_index(axis_name))
@@ -224,7 +240,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     )
     ppo_learn = functools.partial(
         learn,
-        apply_fn=networks.apply,
+        unroll_fn=networks.unroll,
         optimizer=optimizer,
         chunk=slices_gradients(config.network),
         **hyperparameters(agent_config),

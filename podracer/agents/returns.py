@@ -58,13 +58,15 @@ def n_step_returns(
     """
     chex.assert_equal_shape([rewards, discounts, lambdas])
     chex.assert_equal_shape([values[1:], rewards])
-    windows = range(rewards.shape[0] - n + 1)
-    return jnp.stack(
-        [
-            lambda_returns(rewards[t : t + n], discounts[t : t + n], values[t : t + n + 1], lambdas[t : t + n])[0]
-            for t in windows
-        ]
-    )
+    windows = rewards.shape[0] - n + 1
+    # `lambda_returns`' recursion, run backwards over the n steps of every window at once (as rlax's
+    # n_step_bootstrapped_returns does): n vector steps rather than one scan per window.
+    returns = values[n : n + windows]
+    for k in reversed(range(n)):
+        step = slice(k, k + windows)
+        next_values = values[k + 1 : k + 1 + windows]
+        returns = rewards[step] + discounts[step] * ((1.0 - lambdas[step]) * next_values + lambdas[step] * returns)
+    return returns
 
 
 def generalized_advantages(

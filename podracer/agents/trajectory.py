@@ -7,6 +7,12 @@ reward and discount are those of `timestep[t + 1]`. With dm_env's auto-reset a
 LAST timestep is followed by the FIRST of the next episode; that step is not a
 real transition, so it is masked out (`valid`), and return recursions are cut
 at every transition into a LAST timestep (`ends_episode`).
+
+A recurrent agent's trajectory also holds its state as the unroll began, from
+which `learn` replays the sequence (`initial_state`). It is stored time-major
+like every other field, `[1, B, ...]`, so that splitting a trajectory along
+its batch axis (over learner devices, into minibatches, into gradient slices)
+is one rule for every leaf. A feed-forward agent's state is `()`.
 """
 
 from typing import Any
@@ -24,6 +30,11 @@ class Trajectory:
     timestep: TimeStep  # Leaves [T + 1, B, ...].
     action: Any  # [T, B, ...]: what `act` chose.
     extras: Any  # Leaves [T, B, ...]: what `act` returned beside the action (e.g. the behaviour policy's logits).
+    state: Any = ()  # Leaves [1, B, ...]: the recurrent state `act` was given at the first timestep.
+
+    def initial_state(self) -> Any:
+        """The recurrent state at the unroll's start, `[B, ...]`, to replay the sequence from."""
+        return jax.tree.map(lambda x: x[0], self.state)
 
 
 @struct.dataclass
@@ -52,6 +63,11 @@ def transitions(trajectory: Trajectory, gamma: float, reward_clip: float = 0.0) 
         valid=(step_type[:-1] != LAST).astype(jnp.float32),
         ends_episode=(step_type[1:] == LAST).astype(jnp.float32),
     )
+
+
+def with_time_axis(state: Any) -> Any:
+    """A recurrent state `[B, ...]` as a trajectory stores it, `[1, B, ...]`."""
+    return jax.tree.map(lambda x: x[None], state)
 
 
 def merge_leading_dims(tree: Any, num_dims: int = 2) -> Any:

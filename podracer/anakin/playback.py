@@ -5,7 +5,8 @@
 
 The states are the environment's own (not the training wrappers'), so its
 own rendering code reads them. New episodes start as old ones end, exactly
-as in training (`podracer.envs.wrap_for_training`).
+as in training (`podracer.envs.wrap_for_training`), and a recurrent agent
+carries its state from step to step, as in training.
 """
 
 from typing import Any
@@ -43,12 +44,13 @@ def play(
         _, step_keys = split_unroll_keys(jax.random.split(actor_key, num_envs), num_steps)
 
         def step(carry, keys):
-            state, timestep = carry
-            action, _ = agent.act(params, timestep.observation, keys)
+            state, timestep, agent_state = carry
+            action, _, agent_state = agent.act_with_state(params, timestep, agent_state, keys)
             next_state, next_timestep = training_env.step(state, action)
-            return (next_state, next_timestep), (next_state, next_timestep, action)
+            return (next_state, next_timestep, agent_state), (next_state, next_timestep, action)
 
-        _, (states, timesteps, actions) = jax.lax.scan(step, (state, timestep), step_keys)
+        carry = (state, timestep, agent.state_for(num_envs))
+        _, (states, timesteps, actions) = jax.lax.scan(step, carry, step_keys)
         states, timesteps = jax.tree.map(
             lambda x, xs: jnp.concatenate([x[None], xs]), (state, timestep), (states, timesteps)
         )

@@ -28,6 +28,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from podracer.agents import Agent, Trajectory
+from podracer.agents.trajectory import with_time_axis
 from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
@@ -42,6 +43,7 @@ class AnakinState:
     learner: Any  # The agent's learner state; replicated, except its PerDevice parts ([D, ...], sharded).
     env_state: Any  # [B, ...], sharded over devices.
     timestep: TimeStep  # [B], sharded: the observation the next action is chosen from.
+    agent_state: Any  # [B, ...], sharded: a recurrent agent's state for that action; () for a feed-forward one.
     actor_keys: chex.PRNGKey  # [B], sharded: one key per environment.
     learner_key: chex.PRNGKey  # Replicated.
 
@@ -58,6 +60,7 @@ def state_specs(state: AnakinState, members: int = 0) -> AnakinState:
         learner=per_device.partition_specs(state.learner),
         env_state=SHARDED,
         timestep=SHARDED,
+        agent_state=SHARDED,
         actor_keys=SHARDED,
         learner_key=REPLICATED,
     )
@@ -98,11 +101,13 @@ def make_init(
     def init_member(key, hyperparameters):
         params_key, env_key, actor_key, learner_key = jax.random.split(key, 4)
         env_state, timestep = env.reset(jax.random.split(env_key, num_envs))
-        learner = agent_for(hyperparameters).init(params_key, env.observation_spec(), env.action_spec())
+        agent = agent_for(hyperparameters)
+        learner = agent.init(params_key, env.observation_spec(), env.action_spec())
         return AnakinState(
             learner=per_device.with_device_axis(learner, mesh.size),
             env_state=env_state,
             timestep=timestep,
+            agent_state=agent.state_for(num_envs),
             actor_keys=jax.random.split(actor_key, num_envs),
             learner_key=learner_key,
         )
@@ -116,6 +121,8 @@ def make_init(
 def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
     """One update on one device's shard: unroll with `agent.act`, then `agent.learn`.
 
+    A recurrent agent's state rides in the scan's carry beside the
+    environments' states, and the trajectory keeps it as the unroll began.
     Returns `update(state, _) -> (state, (metrics, completed))`: the agent's
     metrics and the episodes that ended during the unroll, summed over devices.
     The unroll writes each timestep into the trajectory's `[T + 1]` buffer,
@@ -124,27 +131,27 @@ def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -
     """
 
     def act_and_step(params, carry, keys):
-        env_state, timestep, t, timesteps = carry
-        action, extras = agent.act(params, timestep.observation, keys)
+        env_state, timestep, agent_state, t, timesteps = carry
+        action, extras, agent_state = agent.act_with_state(params, timestep, agent_state, keys)
         env_state, timestep = env.step(env_state, action)
         timesteps = _write(timesteps, t + 1, timestep)
         record = (action, extras, env_state.episode_return, env_state.episode_length)
-        return (env_state, timestep, t + 1, timesteps), record
+        return (env_state, timestep, agent_state, t + 1, timesteps), record
 
     def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
         actor_keys, step_keys = split_unroll_keys(state.actor_keys, unroll_length)
         params = agent.acting_params(state.learner)
         empty = jax.tree.map(lambda x: jnp.zeros((unroll_length + 1,) + x.shape, x.dtype), state.timestep)
-        carry = (state.env_state, state.timestep, jnp.int32(0), _write(empty, 0, state.timestep))
-        (env_state, last_timestep, _, timesteps), (actions, extras, returns, lengths) = jax.lax.scan(
+        carry = (state.env_state, state.timestep, state.agent_state, jnp.int32(0), _write(empty, 0, state.timestep))
+        (env_state, last_timestep, agent_state, _, timesteps), (actions, extras, returns, lengths) = jax.lax.scan(
             lambda carry, keys: act_and_step(params, carry, keys), carry, step_keys
         )
-        trajectory = Trajectory(timestep=timesteps, action=actions, extras=extras)
+        trajectory = Trajectory(timesteps, actions, extras, with_time_axis(state.agent_state))
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key, DEVICE_AXIS)
         after_steps = jax.tree.map(lambda x: x[1:], timesteps)
         finished = collectives.total(episodes.completed(after_steps, returns, lengths), DEVICE_AXIS)
-        return AnakinState(learner, env_state, last_timestep, actor_keys, learner_key), (metrics, finished)
+        return AnakinState(learner, env_state, last_timestep, agent_state, actor_keys, learner_key), (metrics, finished)
 
     return update
 

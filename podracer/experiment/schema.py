@@ -13,6 +13,7 @@ naming the field and the fix.
 from ml_collections import ConfigDict
 
 from podracer import agents
+from podracer.agents.cores import CORES
 from podracer.agents.optimizer import OPTIMIZERS
 from podracer.agents.torsos import TORSOS
 from podracer.anakin import settings as anakin_settings
@@ -62,6 +63,9 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
             "channels": (16, 32, 32),
             "num_blocks": 2,
             "hidden_size": 256,
+            "core": "none",  # A recurrent core between torso and heads (podracer.agents.cores): none, lstm or gru.
+            "core_size": 256,  # The core's units.
+            "head_hidden_sizes": (),  # Hidden layers of each head of its own, after the torso (and core).
         }
     )
     config.optimizer = ConfigDict(
@@ -176,6 +180,15 @@ def _validate_network_and_optimizer(config: ConfigDict) -> None:
     field_checks.integers(config, "network.channels", at_least=1, example="(16, 32, 32)")
     field_checks.integer(config, "network.num_blocks", at_least=0, example=2)
     field_checks.integer(config, "network.hidden_size", at_least=1, example=256)
+    field_checks.choice(config, "network.core", CORES)
+    field_checks.integer(config, "network.core_size", at_least=1, example=256)
+    field_checks.integers(config, "network.head_hidden_sizes", at_least=1, example="(128,)", non_empty=False)
+    if config.network.core != "none" and not config.network.shared_torso:
+        raise ConfigError(
+            "network.shared_torso",
+            f"the {config.network.core} core reads one torso's features and feeds both heads",
+            "set --config.network.shared_torso=True (give each head layers of its own with network.head_hidden_sizes)",
+        )
     field_checks.choice(config, "optimizer.name", OPTIMIZERS)
     field_checks.number(config, "optimizer.learning_rate", example=3e-4, above=0.0)
     field_checks.number(config, "optimizer.max_grad_norm", example=0.5, above=0.0)

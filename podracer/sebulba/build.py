@@ -179,8 +179,15 @@ def abstract_trajectory(agent: Agent, learner_state: Any, env: HostEnvironment, 
         lambda spec: jax.ShapeDtypeStruct((batch,) + tuple(spec.shape), jax.dtypes.canonicalize_dtype(spec.dtype)),
         env.observation_spec(),
     )
-    act = lambda state, observation, keys: agent.act(agent.acting_params(state), observation, keys)  # noqa: E731
-    action, extras = jax.eval_shape(act, learner_state, observation, keys)
+    scalar = jax.ShapeDtypeStruct((batch,), "float32")
+    timestep = TimeStep(
+        step_type=jax.ShapeDtypeStruct((batch,), "int32"), reward=scalar, discount=scalar, observation=observation
+    )
+
+    def act(learner_state, timestep, keys):
+        return agent.act_with_state(agent.acting_params(learner_state), timestep, agent.state_for(batch), keys)
+
+    action, extras, state = jax.eval_shape(act, learner_state, timestep, keys)
     sharding = NamedSharding(mesh, TRAJECTORY_SPEC)
 
     def over_time(length: int):
@@ -190,12 +197,9 @@ def abstract_trajectory(agent: Agent, learner_state: Any, env: HostEnvironment, 
 
         return place
 
-    scalar = jax.ShapeDtypeStruct((batch,), "float32")
-    timestep = TimeStep(
-        step_type=jax.ShapeDtypeStruct((batch,), "int32"), reward=scalar, discount=scalar, observation=observation
-    )
     return Trajectory(
         timestep=jax.tree.map(over_time(unroll_length + 1), timestep),
         action=jax.tree.map(over_time(unroll_length), action),
         extras=jax.tree.map(over_time(unroll_length), extras),
+        state=jax.tree.map(over_time(1), state),
     )

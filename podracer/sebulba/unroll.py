@@ -2,7 +2,9 @@
 
 Both ways act with the same `agent.act`, draw the same keys and give the same
 `Unrolled`: the trajectory `[T + 1, B]`, already handed to `send` (which puts
-it on the learner devices), and the episodes that ended in it.
+it on the learner devices), and the episodes that ended in it. A recurrent
+agent's state stays on the actor device from one rollout to the next, and
+each trajectory carries it as its rollout began.
 
 - `host_unroll` alternates, T times, one call of the jitted act step on the
   actor device (the host observation goes in, the actions come back) and one
@@ -30,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from podracer.agents import Agent, Trajectory
+from podracer.agents.trajectory import with_time_axis
 from podracer.envs import episodes
 from podracer.envs.actions import clip_to_spec
 from podracer.envs.episodes import Completed
@@ -49,21 +52,22 @@ Unroll = Callable[[Any], Unrolled]  # The acting parameters, on the actor device
 
 
 def act_step(agent: Agent, action_spec: Any) -> Callable:
-    """`act_step(params, observation, key) -> (action, env_action, extras, next_key)`: one inference step.
+    """`act_step(params, timestep, state, key) -> (action, env_action, extras, state, next_key)`: one inference step.
 
     The step acts with one key per environment split from `key`, and hands back
     the key for the next step, so the thread's key stays on its actor device and
     what an actor draws depends only on the seed, the thread and the step.
     `env_action` is what the environment receives: the action, clipped into
     the bounds of a real-valued action spec (`podracer.envs.actions`); the
-    trajectory keeps `action` itself.
+    trajectory keeps `action` itself. `state` is the agent's recurrent state
+    (`()` for a feed-forward agent).
     """
 
-    def step(params: Any, observation: Any, key: chex.PRNGKey):
+    def step(params: Any, timestep: TimeStep, state: Any, key: chex.PRNGKey):
         key, step_key = jax.random.split(key)
-        batch_size = jax.tree.leaves(observation)[0].shape[0]
-        action, extras = agent.act(params, observation, jax.random.split(step_key, batch_size))
-        return action, clip_to_spec(action, action_spec), extras, key
+        batch_size = timestep.step_type.shape[0]
+        action, extras, state = agent.act_with_state(params, timestep, state, jax.random.split(step_key, batch_size))
+        return action, clip_to_spec(action, action_spec), extras, state, key
 
     return step
 
@@ -91,12 +95,14 @@ def make_unroll(
     """
     if stepping == "compiled":
         return compiled_unroll(env, agent, device, key, unroll_length, send, clock)
-    return host_unroll(env, make_act_step(agent, env.action_spec()), device, key, unroll_length, send, stop, clock)
+    act = make_act_step(agent, env.action_spec())
+    return host_unroll(env, act, agent.state_for(env.num_envs), device, key, unroll_length, send, stop, clock)
 
 
 def host_unroll(
     env: HostEnvironment,
     act_step: Callable,
+    agent_state: Any,
     device: jax.Device,
     key: chex.PRNGKey,
     unroll_length: int,
@@ -109,21 +115,22 @@ def host_unroll(
     The timesteps stay on the host until the rollout ends, and the episode
     statistics are summed once per rollout. `stop()` is called before every
     step, to raise if the run is stopping. The environments are reset on the
-    first call, in the calling thread.
+    first call, in the calling thread. `agent_state` is the agent's state for
+    the fresh environments, kept on `device` from then on.
     """
-    key = jax.device_put(key, device)
+    key, agent_state = jax.device_put((key, agent_state), device)
     timestep: TimeStep | None = None
     episode_return, episode_length = np.zeros(env.num_envs, np.float64), np.zeros(env.num_envs, np.int64)
 
     def unroll(params: Any) -> Unrolled:
-        nonlocal key, timestep, episode_return, episode_length
+        nonlocal key, timestep, agent_state, episode_return, episode_length
         if timestep is None:
             timestep = env.reset()
-        actions, extras, timesteps = [], [], [timestep]
+        actions, extras, timesteps, first_state = [], [], [timestep], agent_state
         for _ in range(unroll_length):
             stop()
             clock.enter("inference")
-            action, env_action, step_extras, key = act_step(params, timestep.observation, key)
+            action, env_action, step_extras, agent_state, key = act_step(params, timestep, agent_state, key)
             host_action = np.asarray(env_action)
             clock.enter("env")
             timestep = env.step(host_action)
@@ -133,7 +140,7 @@ def host_unroll(
         clock.enter(None)
         stacked = stack_timesteps(timesteps)
         completed, episode_return, episode_length = rollout_episodes(stacked, episode_return, episode_length)
-        trajectory = send(Trajectory(stacked, *stack_steps(actions, extras)))
+        trajectory = send(Trajectory(stacked, *stack_steps(actions, extras), with_time_axis(first_state)))
         return Unrolled(trajectory, completed)
 
     return unroll
@@ -163,17 +170,19 @@ def compiled_unroll(
     @jax.jit
     def program(params: Any, carry: tuple) -> tuple[tuple, Trajectory, Completed]:
         def body(carry, _):
-            env_state, timestep, episode_return, episode_length, key = carry
-            action, env_action, extras, key = act(params, timestep.observation, key)
+            env_state, timestep, agent_state, episode_return, episode_length, key = carry
+            action, env_action, extras, agent_state, key = act(params, timestep, agent_state, key)
             env_state, timestep = compiled.step(env_state, env_action)
             episode_return, episode_length = episodes.update(episode_return, episode_length, timestep)
             ended = episodes.completed(timestep, episode_return, episode_length)
-            return (env_state, timestep, episode_return, episode_length, key), (timestep, action, extras, ended)
+            carry = (env_state, timestep, agent_state, episode_return, episode_length, key)
+            return carry, (timestep, action, extras, ended)
 
-        first = carry[1]
+        first, first_state = carry[1], carry[2]
         carry, (timesteps, actions, extras, ended) = jax.lax.scan(body, carry, length=unroll_length)
         timesteps = jax.tree.map(lambda x, xs: jnp.concatenate([x[None], xs]), first, timesteps)
-        return carry, Trajectory(timesteps, actions, extras), jax.tree.map(jnp.sum, ended)
+        trajectory = Trajectory(timesteps, actions, extras, with_time_axis(first_state))
+        return carry, trajectory, jax.tree.map(jnp.sum, ended)
 
     carry: tuple | None = None
 
@@ -181,7 +190,8 @@ def compiled_unroll(
         nonlocal carry
         if carry is None:
             zeros = np.zeros(env.num_envs, np.float32)
-            carry = jax.device_put((compiled.initial_state, env.reset(), zeros, zeros.astype(np.int32), key), device)
+            fresh = (compiled.initial_state, env.reset(), agent.state_for(env.num_envs))
+            carry = jax.device_put((*fresh, zeros, zeros.astype(np.int32), key), device)
         clock.enter("compiled")
         carry, trajectory, completed = program(params, carry)
         trajectory = send(trajectory)

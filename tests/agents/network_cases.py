@@ -23,6 +23,19 @@ def random_frames(seed: int, batch: int = 2, shape: tuple = RUN_SHAPE) -> jnp.nd
     return jnp.asarray(np.random.default_rng(seed).integers(0, 256, (batch,) + shape, dtype=np.uint8))
 
 
+def one_step(observation):
+    """`(state, observation [1, N, ...], first [1, N])`: a batch `[N, ...]` as a network's `init` and `apply` read it,
+    one step of N environments, none of them starting an episode, with a feed-forward network's state `()`.
+
+    Works on arrays and on `jax.ShapeDtypeStruct`s (for `jax.eval_shape`) alike.
+    """
+    leaves = jax.tree.leaves(observation)
+    if isinstance(leaves[0], jax.ShapeDtypeStruct):
+        timed = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1,) + x.shape, x.dtype), observation)
+        return (), timed, jax.ShapeDtypeStruct((1, leaves[0].shape[0]), jnp.bool_)
+    return (), jax.tree.map(lambda x: x[None], observation), jnp.zeros((1, leaves[0].shape[0]), bool)
+
+
 def build_network(torso: str, **fields) -> ActorCritic:
     config = defaults("ppo").network
     config.torso = torso
@@ -47,7 +60,7 @@ def random_params(network: ActorCritic, observation: jnp.ndarray, bias_scale: fl
     the parameter-count tests).
     """
     rng = np.random.default_rng(seed)
-    abstract = jax.eval_shape(network.init, jax.random.PRNGKey(0), observation)
+    abstract = jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(observation))
 
     def draw(path, leaf) -> jnp.ndarray:
         is_bias = jax.tree_util.keystr(path).endswith("['bias']")

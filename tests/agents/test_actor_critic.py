@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import pytest
 
 from podracer.agents import actor_critic
-from tests.references import A, apply_fn, close, close_loss, make_params, make_trajectory, np_actor_critic
+from tests.references import A, close, close_loss, make_params, make_trajectory, np_actor_critic, unroll_fn
 
 AC_KWARGS = dict(gamma=0.9, td_lambda=0.8, value_cost=0.7, entropy_cost=0.05)
 
@@ -16,7 +16,7 @@ AC_KWARGS = dict(gamma=0.9, td_lambda=0.8, value_cost=0.7, entropy_cost=0.05)
 def _ac_loss(params, trajectory, td_lambda=AC_KWARGS["td_lambda"], reward_clip=0.0):
     """One compilation for every td_lambda and reward_clip: they are traced scalars here."""
     kwargs = dict(AC_KWARGS, td_lambda=td_lambda)
-    return actor_critic.loss(params, trajectory, apply_fn=apply_fn, reward_clip=reward_clip, **kwargs)
+    return actor_critic.loss(params, trajectory, unroll_fn=unroll_fn, reward_clip=reward_clip, **kwargs)
 
 
 @pytest.mark.parametrize("td_lambda, reward_clip", [(0.0, 0.0), (0.8, 0.0), (1.0, 0.0), (0.8, 0.5)])
@@ -38,7 +38,7 @@ def test_reward_clip_changes_the_loss_of_the_test_data():
 
 def test_actor_critic_gradient_matches_numpy_policy_gradient_and_critic_formulas():
     params, trajectory = make_params(1), make_trajectory(1)
-    loss_fn = functools.partial(actor_critic.loss, apply_fn=apply_fn, **AC_KWARGS)
+    loss_fn = functools.partial(actor_critic.loss, unroll_fn=unroll_fn, **AC_KWARGS)
     grads = jax.jit(jax.grad(lambda p, t: loss_fn(p, t)[0]))(params, trajectory)
     _, _, np_grads = np_actor_critic(params, trajectory, **AC_KWARGS)
     for name, value in np_grads.items():

@@ -7,27 +7,30 @@ import pytest
 
 import podracer
 from podracer import agents, envs
+from podracer.agents.trajectory import with_time_axis
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 
 T, B = 8, 6
 
 
 def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
-    """T steps of `agent.act` on B Catch environments, as Anakin collects them."""
+    """T steps of `agent.act` on B Catch environments, as Anakin collects them, from B fresh agent states."""
     env = envs.wrap_for_training(envs.make("catch", rows=5))
     reset_key, step_key = jax.random.split(key)
     env_state, timestep = env.reset(jax.random.split(reset_key, B))
     params = agent.acting_params(learner_state)
+    first_state = agent.state_for(B)
 
     def step(carry, key):
-        env_state, timestep = carry
-        action, extras = agent.act(params, timestep.observation, jax.random.split(key, B))
+        env_state, timestep, state = carry
+        action, extras, state = agent.act_with_state(params, timestep, state, jax.random.split(key, B))
         env_state, next_timestep = env.step(env_state, action)
-        return (env_state, next_timestep), (timestep, action, extras)
+        return (env_state, next_timestep, state), (timestep, action, extras)
 
-    (_, last), (timesteps, actions, extras) = jax.lax.scan(step, (env_state, timestep), jax.random.split(step_key, T))
+    carry = (env_state, timestep, first_state)
+    (_, last, _), (timesteps, actions, extras) = jax.lax.scan(step, carry, jax.random.split(step_key, T))
     timesteps = jax.tree.map(lambda xs, x: jnp.concatenate([xs, x[None]]), timesteps, last)
-    return podracer.Trajectory(timestep=timesteps, action=actions, extras=extras)
+    return podracer.Trajectory(timesteps, actions, extras, with_time_axis(first_state))
 
 
 @pytest.mark.parametrize("name", ["actor_critic", "impala", "ppo"])

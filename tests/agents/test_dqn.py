@@ -31,19 +31,17 @@ def np_n_step_target(step_type, reward, discount, q_online, q_target, gamma, dou
 @pytest.mark.parametrize("double_q", [True, False])
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
 def test_n_step_targets_match_the_numpy_sum_over_every_window(n, double_q):
+    """Each transition of a sequence whose n-step window fits in it has the target of that window alone."""
     trajectory = ref.make_trajectory(seed=n)
     rng = np.random.default_rng(10 + n)
     q_online = rng.normal(size=(ref.T + 1, ref.B, ref.A)).astype(np.float32)
     q_target = rng.normal(size=(ref.T + 1, ref.B, ref.A)).astype(np.float32)
     ts = trajectory.timestep
+    targets = dqn.sequence_targets(trajectory, jnp.asarray(q_online), jnp.asarray(q_target), 0.9, double_q, 0.0, n)
+    assert targets.shape == (ref.T + 1 - n, ref.B)
     for start in range(ref.T + 1 - n):
         window = slice(start, start + n + 1)
-        sequence = Trajectory(
-            timestep=jax.tree.map(lambda x, w=window: x[w], ts), action=trajectory.action[start : start + n], extras={}
-        )
-        got = dqn.n_step_targets(
-            sequence, jnp.asarray(q_online[window]), jnp.asarray(q_target[window]), 0.9, double_q, 0.0
-        )
+        got = targets[start]
         for b in range(ref.B):
             expected = np_n_step_target(
                 np.asarray(ts.step_type)[window, b],
@@ -66,8 +64,8 @@ def test_double_q_takes_the_online_networks_action_at_the_target_networks_value(
     q_online = jnp.zeros((2, 1, 3)).at[1, 0].set(jnp.array([0.0, 5.0, 1.0]))
     q_target = jnp.zeros((2, 1, 3)).at[1, 0].set(jnp.array([9.0, 2.0, 3.0]))
     reward = float(sequence.timestep.reward[1, 0])
-    double = dqn.n_step_targets(sequence, q_online, q_target, 0.5, True, 0.0)
-    single = dqn.n_step_targets(sequence, q_online, q_target, 0.5, False, 0.0)
+    double = dqn.sequence_targets(sequence, q_online, q_target, 0.5, True, 0.0, n_step=1)[0]
+    single = dqn.sequence_targets(sequence, q_online, q_target, 0.5, False, 0.0, n_step=1)[0]
     np.testing.assert_allclose(double, [reward + 0.5 * 2.0], rtol=1e-6)
     np.testing.assert_allclose(single, [reward + 0.5 * 9.0], rtol=1e-6)
 

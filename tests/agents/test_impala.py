@@ -12,7 +12,6 @@ from podracer.agents import actor_critic, impala
 from tests.helpers import load_config
 from tests.references import (
     A,
-    apply_fn,
     close,
     close_loss,
     make_params,
@@ -20,6 +19,7 @@ from tests.references import (
     np_apply,
     np_impala,
     np_transitions,
+    unroll_fn,
 )
 
 IMPALA_KWARGS = dict(
@@ -34,7 +34,7 @@ IMPALA_CASES = [
 @jax.jit
 def _impala_loss_and_grad(params, trajectory, kwargs):
     """One compilation for every case: the hyperparameters are traced scalars."""
-    loss_fn = functools.partial(impala.loss, apply_fn=apply_fn, **kwargs)
+    loss_fn = functools.partial(impala.loss, unroll_fn=unroll_fn, **kwargs)
     return jax.value_and_grad(loss_fn, has_aux=True)(params, trajectory)
 
 
@@ -76,7 +76,7 @@ def test_impala_on_policy_equals_actor_critic_with_td_lambda():
     (_, metrics), grads = _impala_loss_and_grad(params, trajectory, IMPALA_KWARGS)
     ac_kwargs = {k: IMPALA_KWARGS[k] for k in ("gamma", "value_cost", "entropy_cost")}
     ac_loss = functools.partial(
-        actor_critic.loss, apply_fn=apply_fn, td_lambda=IMPALA_KWARGS["vtrace_lambda"], **ac_kwargs
+        actor_critic.loss, unroll_fn=unroll_fn, td_lambda=IMPALA_KWARGS["vtrace_lambda"], **ac_kwargs
     )
     (_, ac_metrics), ac_grads = jax.jit(jax.value_and_grad(ac_loss, has_aux=True))(params, trajectory)
     close(metrics["mean_rho"], 1.0, rtol=1e-6)

@@ -7,7 +7,7 @@ import pytest
 from dm_env import specs
 
 from podracer import agents
-from podracer.agents.networks import ActorCritic, NetworkParams, apply_merged, init_params, make_network
+from podracer.agents.networks import ActorCritic, NetworkParams, init_params, make_network
 from podracer.agents.torsos import TORSOS
 from podracer.config.errors import ConfigError
 from podracer.experiment.schema import defaults, validate
@@ -20,6 +20,7 @@ from tests.agents.network_cases import (
     build_network,
     head_params,
     num_params,
+    one_step,
     random_frames,
     random_params,
 )
@@ -27,16 +28,19 @@ from tests.agents.network_cases import (
 
 @pytest.mark.parametrize("torso", [torso for torso in TORSOS if torso != "muzero_resnet"])  # MuZero's own model.
 def test_output_shapes(torso):
+    """Over a sequence: observations `[T, B, ...]` give outputs `[T, B, ...]`, and a feed-forward state stays `()`."""
     observation = (
-        jax.ShapeDtypeStruct((3, 7), jnp.float32)
+        jax.ShapeDtypeStruct((2, 3, 7), jnp.float32)
         if torso == "mlp"
-        else jax.ShapeDtypeStruct((3,) + ATARI_SHAPE, jnp.uint8)
+        else jax.ShapeDtypeStruct((2, 3) + ATARI_SHAPE, jnp.uint8)
     )
+    first = jax.ShapeDtypeStruct((2, 3), jnp.bool_)
     network = build_network(torso)
-    params = jax.eval_shape(network.init, jax.random.PRNGKey(0), observation)
-    outputs, value = jax.eval_shape(network.apply, params, observation)
-    assert outputs["logits"].shape == (3, NUM_ACTIONS) and outputs["logits"].dtype == jnp.float32
-    assert value.shape == (3,) and value.dtype == jnp.float32
+    params = jax.eval_shape(network.init, jax.random.PRNGKey(0), (), observation, first)
+    state, (outputs, value) = jax.eval_shape(network.apply, params, (), observation, first)
+    assert state == ()
+    assert outputs["logits"].shape == (2, 3, NUM_ACTIONS) and outputs["logits"].dtype == jnp.float32
+    assert value.shape == (2, 3) and value.dtype == jnp.float32
 
 
 def test_mlp_torso_is_unchanged():
@@ -48,12 +52,12 @@ def test_mlp_torso_is_unchanged():
     )
     observation = {"a": jnp.zeros((2, 3)), "b": jnp.zeros((2, 2, 2))}
     network = make_network(config, observation_spec, ACTION_SPEC)
-    shared = jax.eval_shape(network.init, jax.random.PRNGKey(0), observation)["params"]
+    shared = jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(observation))["params"]
     assert set(shared) == {"MLP_0", "Dense_0", "Dense_1"}
     assert shared["MLP_0"]["Dense_0"]["kernel"].shape == (7, 64)
     config.shared_torso = False
     network = make_network(config, observation_spec, ACTION_SPEC)
-    separate = jax.eval_shape(network.init, jax.random.PRNGKey(0), observation)["params"]
+    separate = jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(observation))["params"]
     assert set(separate) == {"MLP_0", "MLP_1", "Dense_0", "Dense_1"}
 
 
@@ -61,7 +65,7 @@ def test_mlp_torso_is_unchanged():
 def test_pixel_torsos_require_a_shared_torso(torso):
     network = ActorCritic(action_size=NUM_ACTIONS, torso=torso, shared_torso=False)
     with pytest.raises(ValueError, match="shared_torso=True"):
-        jax.eval_shape(network.init, jax.random.PRNGKey(0), random_frames(0, batch=1))
+        jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(random_frames(0, batch=1)))
     # Built from the config, the same mistake is a ConfigError naming the field, before anything runs.
     with pytest.raises(ConfigError, match="shared_torso=True") as error:
         build_network(torso, shared_torso=False)
@@ -112,11 +116,14 @@ def test_network_params_carry_their_module_as_static_data():
     doubled = jax.tree.map(lambda x: 2 * x, params)
     assert isinstance(doubled, NetworkParams) and doubled.module == params.module
 
-    # Applied inside jit to a batch with two leading axes, as the losses apply it to [T + 1, B] observations.
+    # Unrolled inside jit over a sequence, as the losses unroll it over [T + 1, B] observations: with no core,
+    # every step is the network on its own observation, as one step of all six would be.
     observation = jnp.asarray(np.random.default_rng(0).normal(size=(3, 2, 5)), jnp.float32)
-    outputs, values = jax.jit(lambda p, o: apply_merged(lambda q, x: q.apply(x), p, o, (3, 2)))(params, observation)
-    assert outputs["logits"].shape == (3, 2, NUM_ACTIONS) and values.shape == (3, 2)
-    flat_outputs, flat_values = params.apply(observation.reshape(6, 5))
+    first = jnp.asarray([[True, False], [False, True], [False, False]])
+    state, (outputs, values) = jax.jit(lambda p, o, f: p.unroll((), o, f))(params, observation, first)
+    assert state == () and outputs["logits"].shape == (3, 2, NUM_ACTIONS) and values.shape == (3, 2)
+    state, (flat_outputs, flat_values) = params.step((), observation.reshape(6, 5))
+    assert state == ()
     np.testing.assert_allclose(outputs["logits"].reshape(6, NUM_ACTIONS), flat_outputs["logits"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(values.reshape(6), flat_values, rtol=1e-6, atol=1e-6)
 
@@ -127,9 +134,9 @@ def test_action_spec_selects_the_policy_head():
     assert make_network(config, observation_spec, ACTION_SPEC).action_head == "categorical"
     gaussian = make_network(config, observation_spec, specs.BoundedArray((2,), np.float32, -1.0, 1.0))
     assert (gaussian.action_head, gaussian.action_size) == ("gaussian", 2)
-    variables = gaussian.init(jax.random.PRNGKey(0), jnp.zeros((3, 5)))
+    variables = gaussian.init(jax.random.PRNGKey(0), *one_step(jnp.zeros((3, 5))))
     np.testing.assert_array_equal(variables["params"]["log_std"], np.zeros(2))  # std 1 at the start.
-    outputs, value = gaussian.apply(variables, jnp.ones((3, 5)))
+    _, (outputs, value) = NetworkParams(gaussian, variables).step((), jnp.ones((3, 5)))
     assert outputs["mean"].shape == outputs["log_std"].shape == (3, 2) and value.shape == (3,)
     for spec in (specs.BoundedArray((2, 2), np.float32, -1.0, 1.0), specs.Array((2,), np.int32)):
         with pytest.raises(ConfigError, match="DiscreteArray or a float vector") as error:

@@ -11,6 +11,7 @@ import podracer
 from podracer import agents
 from podracer.agents import normalization
 from podracer.agents.network_agent import normalize
+from podracer.agents.networks import NetworkParams
 from podracer.runtime.topology import DEVICE_AXIS, SHARDED, device_mesh
 from tests.references import make_trajectory
 
@@ -113,12 +114,11 @@ def test_network_agents_normalize_identically_when_acting_and_learning():
     # Acting with the acting parameters equals the network applied to observations normalised by hand.
     acting = agent.acting_params(learned)
     raw = trajectory.timestep.observation[0]
-    outputs, _ = acting.apply(raw)
-    by_hand, _ = learned.params.module.apply(
-        learned.params.variables, normalization.normalize_observation(learned.normalizers.observations, raw)
-    )
+    _, (outputs, _) = acting.step((), raw)
+    bare = NetworkParams(learned.params.module, learned.params.variables)  # No statistics: applies no normalisation.
+    _, (by_hand, _) = bare.step((), normalization.normalize_observation(learned.normalizers.observations, raw))
     np.testing.assert_allclose(outputs["logits"], by_hand["logits"], rtol=1e-6)
-    unnormalized, _ = learned.params.apply(raw)
+    _, (unnormalized, _) = learned.params.step((), raw)
     assert not np.allclose(outputs["logits"], unnormalized["logits"])
 
 

@@ -16,7 +16,6 @@ from tests.references import (
     A,
     B,
     T,
-    apply_fn,
     close,
     close_loss,
     make_params,
@@ -27,22 +26,24 @@ from tests.references import (
     np_make_samples,
     np_ppo,
     on_devices,
+    unroll_fn,
 )
 
-N = 24
+N = (4, 6)  # Samples [L, M]: 6 sequences of 4 steps, as a recurrent network's minibatches are.
 PPO_KWARGS = dict(clip_epsilon=0.2, value_cost=0.6, entropy_cost=0.03)
 
 
 def _samples(params, seed=0):
     rng = np.random.default_rng(seed)
-    obs = rng.normal(size=(N, OBS)).astype(np.float32)
+    obs = rng.normal(size=N + (OBS,)).astype(np.float32)
     action = rng.integers(0, A, size=N)
     logits, value = np_apply(params, obs)
-    log_prob = np.take_along_axis(np_log_softmax(logits), action[:, None], -1)[:, 0]
+    log_prob = np.take_along_axis(np_log_softmax(logits), action[..., None], -1)[..., 0]
     valid = (rng.uniform(size=N) > 0.25).astype(np.float32)
-    valid[:2] = (1.0, 0.0)
+    valid[0, :2] = (1.0, 0.0)
     return ppo.Samples(
         observation=jnp.asarray(obs),
+        first=jnp.asarray(rng.uniform(size=N) < 0.2),
         action=jnp.asarray(action, jnp.int32),
         # Ratios spread around 1 so that some are clipped, some not.
         old_log_prob=jnp.asarray(log_prob + 0.3 * rng.normal(size=N), jnp.float32),
@@ -50,6 +51,7 @@ def _samples(params, seed=0):
         advantage=jnp.asarray(2.0 * rng.normal(size=N) + 0.5, jnp.float32),
         target_return=jnp.asarray(value + rng.normal(size=N), jnp.float32),
         valid=jnp.asarray(valid),
+        state=(),  # The linear network is feed-forward.
     )
 
 
@@ -67,7 +69,7 @@ def _as_learned(loss_fn, normalize_advantages):
 @functools.cache
 def _ppo_loss(clip_value_loss, normalize_advantages):
     """The loss outside any mesh (`axis_name=None`), jitted."""
-    fn = functools.partial(ppo.loss, apply_fn=apply_fn, clip_value_loss=clip_value_loss, **PPO_KWARGS)
+    fn = functools.partial(ppo.loss, unroll_fn=unroll_fn, clip_value_loss=clip_value_loss, **PPO_KWARGS)
     return jax.jit(_as_learned(fn, normalize_advantages))
 
 
@@ -97,7 +99,7 @@ def test_ppo_gradient_matches_finite_differences_of_numpy_loss():
     params = make_params(3)
     batch = _samples(params, seed=3)
     flags = dict(clip_value_loss=True, normalize_advantages=True)
-    loss_fn = _as_learned(functools.partial(ppo.loss, apply_fn=apply_fn, clip_value_loss=True, **PPO_KWARGS), True)
+    loss_fn = _as_learned(functools.partial(ppo.loss, unroll_fn=unroll_fn, clip_value_loss=True, **PPO_KWARGS), True)
     grads = jax.jit(jax.grad(lambda p, b: loss_fn(p, b)[0]))(params, batch)
     numeric = np_finite_difference_grad(lambda p: np_ppo(p, batch, **PPO_KWARGS, **flags)[0], params)
     for name, value in numeric.items():
@@ -126,14 +128,15 @@ def test_masked_normalize_pools_statistics_over_devices():
 def test_make_samples_matches_numpy_gae():
     gamma, gae_lambda = 0.95, 0.9
     params, trajectory = make_params(5), make_trajectory(5)
-    make_samples = functools.partial(ppo.make_samples, apply_fn=apply_fn, gamma=gamma, gae_lambda=gae_lambda)
+    make_samples = functools.partial(ppo.make_samples, unroll_fn=unroll_fn, gamma=gamma, gae_lambda=gae_lambda)
     samples = jax.jit(make_samples)(params, trajectory)
     expected = np_make_samples(params, trajectory, gamma, gae_lambda)
-    assert samples.action.shape == (T * B,)
+    # A feed-forward network's samples are one row of lone transitions, with no recurrent state.
+    assert samples.action.shape == (1, T * B) and samples.state == ()
     for name in ("observation", "old_log_prob", "old_value", "advantage", "target_return"):
         close(getattr(samples, name), getattr(expected, name))
-    np.testing.assert_array_equal(samples.valid, expected.valid)
-    np.testing.assert_array_equal(samples.action, expected.action)
+    for name in ("valid", "action", "first"):
+        np.testing.assert_array_equal(getattr(samples, name), getattr(expected, name))
     # Time-major flattening: entry t * B + b is transition t of environment b.
     np.testing.assert_array_equal(np.asarray(samples.action).reshape(T, B), trajectory.action)
     # The GAE of the transition into a termination is the one-step TD error r - v.
@@ -146,7 +149,7 @@ def test_make_samples_matches_numpy_gae():
 # PPO learn, end to end.
 
 LEARN_KWARGS = dict(
-    apply_fn=apply_fn,
+    unroll_fn=unroll_fn,
     gamma=0.99,
     gae_lambda=0.95,
     clip_epsilon=0.2,
@@ -206,7 +209,7 @@ def test_ppo_learn_on_two_devices_is_one_step_on_the_whole_batch():
 
     # The reference step, all in NumPy: samples of the whole batch, finite-difference gradient of the loss.
     samples = np_make_samples(params, whole, LEARN_KWARGS["gamma"], LEARN_KWARGS["gae_lambda"])
-    loss_kwargs = {k: v for k, v in LEARN_KWARGS.items() if k not in ("apply_fn", "gamma", "gae_lambda")}
+    loss_kwargs = {k: v for k, v in LEARN_KWARGS.items() if k not in ("unroll_fn", "gamma", "gae_lambda")}
     grads = np_finite_difference_grad(lambda p: np_ppo(p, samples, **loss_kwargs)[0], params)
     for name in params:
         expected = np.asarray(params[name], np.float64) - lr * grads[name]

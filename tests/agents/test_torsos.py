@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents.networks import ActorCritic
+from podracer.agents.networks import ActorCritic, NetworkParams
 from podracer.agents.torsos import preprocess_pixels
 from tests.agents.network_cases import (
     ATARI_SHAPE,
@@ -15,6 +15,7 @@ from tests.agents.network_cases import (
     build_network,
     head_params,
     num_params,
+    one_step,
     random_frames,
     random_params,
 )
@@ -23,7 +24,7 @@ from tests.agents.network_cases import (
 def _abstract_params(network: ActorCritic, shape: tuple = ATARI_SHAPE):
     """Parameter shapes only (nothing is computed), for counting."""
     dummy = jax.ShapeDtypeStruct((1,) + shape, jnp.uint8)
-    return jax.eval_shape(network.init, jax.random.PRNGKey(0), dummy)["params"]
+    return jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(dummy))["params"]
 
 
 def _conv3x3(c_in: int, c_out: int) -> int:
@@ -101,7 +102,7 @@ def test_pixel_torso_sees_the_frames_transposed_and_scaled(torso, kind):
         np.testing.assert_array_equal(by_hand, np.ones_like(by_hand))
     network = build_network(torso)
     params = random_params(network, frames, bias_scale=0.1)
-    _, state = network.apply(params, frames, capture_intermediates=lambda module, name: name == "__call__")
+    _, state = network.apply(params, *one_step(frames), capture_intermediates=lambda module, name: name == "__call__")
     name = f"{PIXEL_TORSOS[torso].__name__}_0"
     (seen,) = state["intermediates"][name]["__call__"]
     bare = PIXEL_TORSOS[torso]()  # The default config builds each torso with its defaults.
@@ -119,7 +120,7 @@ def test_gradient_reaches_every_parameter(torso):
     weights = jnp.asarray(np.random.default_rng(1).normal(size=(2, NUM_ACTIONS)), jnp.float32)
 
     def loss(params):
-        outputs, value = network.apply(params, frames)
+        _, (outputs, value) = NetworkParams(network, params).step((), frames)
         return jnp.sum(outputs["logits"] * weights) + jnp.sum(value**2)
 
     grads = jax.jit(jax.grad(loss))(random_params(network, frames, bias_scale=0.0))

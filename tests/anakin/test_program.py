@@ -10,8 +10,9 @@ import pytest
 from tests.helpers import last_json_line, run_module
 
 
-def test_eight_devices_make_the_same_update_as_one_device_with_the_whole_batch():
-    result = run_module("eight_versus_one", num_devices=8)
+@pytest.mark.parametrize("core", ["none", pytest.param("lstm", marks=pytest.mark.slow)])
+def test_eight_devices_make_the_same_update_as_one_device_with_the_whole_batch(core):
+    result = run_module("eight_versus_one", core, num_devices=8)
     assert result.returncode == 0, result.stderr
     summary = last_json_line(result.stdout)
     assert summary["episodes"] > 0

@@ -36,6 +36,8 @@ CONFIG = "anakin_catch"
 # 8 dispatches of 4 updates, with a checkpoint after each (and none by time, however slow the run).
 OVERRIDES = {"num_envs": 32, "updates_per_dispatch": 4, "total_steps": 32 * 16 * 4 * 8, "checkpoint.every_updates": 4}
 OVERRIDES["checkpoint.every_minutes"] = 0
+# A recurrent agent's run: its environments' LSTM states are part of what a checkpoint must bring back.
+RECURRENT = {**OVERRIDES, "network.core": "lstm", "network.core_size": 16}
 TIMING_FIELDS = ("steps_per_second", "compile_seconds", "wall_seconds")
 
 
@@ -50,29 +52,31 @@ def logged(workdir, lines: int) -> bool:
     return os.path.exists(path) and open(path).read().count("\n") >= lines
 
 
-def run(workdir, num_devices: int, pause: float = 0.0) -> subprocess.CompletedProcess:
-    return run_module("resumable_run", CONFIG, json.dumps(OVERRIDES), str(workdir), str(pause), num_devices=num_devices)
+def run(workdir, num_devices: int, pause: float = 0.0, overrides: dict = OVERRIDES) -> subprocess.CompletedProcess:
+    return run_module("resumable_run", CONFIG, json.dumps(overrides), str(workdir), str(pause), num_devices=num_devices)
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    """`uninterrupted(num_devices)`: the workdir and result of a run never stopped, run once per module and device count."""
+    """`uninterrupted(num_devices, overrides)`: the workdir and result of a run never stopped, run once per module,
+    device count and overrides."""
     runs = {}
 
-    def get(num_devices: int) -> tuple[str, subprocess.CompletedProcess]:
-        if num_devices not in runs:
+    def get(num_devices: int, overrides: dict = OVERRIDES) -> tuple[str, subprocess.CompletedProcess]:
+        name = (num_devices, json.dumps(overrides))
+        if name not in runs:
             workdir = tmp_path_factory.mktemp(f"whole_on_{num_devices}")
-            result = run(workdir, num_devices)
+            result = run(workdir, num_devices, overrides=overrides)
             assert result.returncode == 0, result.stderr
-            runs[num_devices] = workdir, result
-        return runs[num_devices]
+            runs[name] = workdir, result
+        return runs[name]
 
     return get
 
 
-def kill_when_logged(workdir, num_devices: int, lines: int) -> None:
+def kill_when_logged(workdir, num_devices: int, lines: int, overrides: dict = OVERRIDES) -> None:
     """Starts the run and SIGKILLs it once its metrics.jsonl has `lines` records (or more: the kill races on)."""
-    args = (CONFIG, json.dumps(OVERRIDES), str(workdir), "0.3", str(lines + 1))  # Held at the record after.
+    args = (CONFIG, json.dumps(overrides), str(workdir), "0.3", str(lines + 1))  # Held at the record after.
     process = start_program("resumable_run", *args, num_devices=num_devices)
     wait_until(lambda: logged(workdir, lines), f"{lines} log records", [process])
     time.sleep(random.uniform(0.0, 0.3))  # Anywhere in the pause, or the next dispatch, or a save (or the hold).
@@ -82,13 +86,17 @@ def kill_when_logged(workdir, num_devices: int, lines: int) -> None:
 
 
 @pytest.mark.slow  # About 14 s each: three runs in fresh processes.
-@pytest.mark.parametrize("num_devices", [1, 2])
-def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, num_devices, uninterrupted):
-    whole_dir, whole = uninterrupted(num_devices)
+@pytest.mark.parametrize(
+    "num_devices, overrides",
+    [(1, OVERRIDES), (2, OVERRIDES), (2, RECURRENT)],
+    ids=["1_device", "2_devices", "2_devices_lstm"],
+)
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, num_devices, overrides, uninterrupted):
+    whole_dir, whole = uninterrupted(num_devices, overrides)
 
     lines = random.Random(num_devices).randint(2, 6)
-    kill_when_logged(tmp_path / "killed", num_devices, lines)
-    resumed = run(tmp_path / "killed", num_devices)
+    kill_when_logged(tmp_path / "killed", num_devices, lines, overrides)
+    resumed = run(tmp_path / "killed", num_devices, overrides=overrides)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from" in resumed.stderr
     compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]

@@ -1,10 +1,11 @@
 """Actor-critic on Catch: K updates on 8 devices, each holding 1/8 of the environments, and on 1 device holding all.
 
 Prints a JSON summary; exits non-zero (an assertion) if the two differ beyond float rounding. Run with 8 forced
-CPU devices: `python -m tests.programs.eight_versus_one`.
+CPU devices: `python -m tests.programs.eight_versus_one [CORE]`, CORE a recurrent core (`network.core`) or none.
 """
 
 import json
+import sys
 
 import jax
 import numpy as np
@@ -18,9 +19,10 @@ from tests.helpers import load_config, replicas_identical
 def main():
     assert jax.device_count() == 8, jax.devices()
     # Plain SGD: Adam's per-parameter normalisation would blow float noise in near-zero gradients up to full steps.
+    core = sys.argv[1] if len(sys.argv) > 1 else "none"
     config = load_config(
         "anakin_catch",
-        {"optimizer.name": "sgd", "optimizer.learning_rate": 0.1},
+        {"optimizer.name": "sgd", "optimizer.learning_rate": 0.1, "network.core": core, "network.core_size": 16},
         num_envs=32,
         unroll_length=10,
         updates_per_dispatch=3,
@@ -41,10 +43,14 @@ def main():
         params = state.learner.params
         assert len(jax.tree.leaves(params)[0].sharding.device_set) == len(devices)
         assert replicas_identical(params)
-        return initial_params, jax.device_get((params, state.timestep.observation, metrics, completed))
+        outputs = (params, state.timestep.observation, state.agent_state, metrics, completed)
+        return initial_params, jax.device_get(outputs)
 
-    initial, (params8, obs8, metrics8, completed8) = run(jax.devices())
-    _, (params1, obs1, metrics1, completed1) = run(jax.devices()[:1])
+    initial, (params8, obs8, agent_state8, metrics8, completed8) = run(jax.devices())
+    _, (params1, obs1, agent_state1, metrics1, completed1) = run(jax.devices()[:1])
+    assert len(jax.tree.leaves(agent_state1)) == (0 if core == "none" else 2)  # An LSTM's (c, h).
+    for a, b in zip(jax.tree.leaves(agent_state8), jax.tree.leaves(agent_state1), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)  # Each environment's recurrent state, wherever it ran.
     np.testing.assert_array_equal(obs8, obs1)  # The same environment trajectories,
     for a, b in zip(completed8, completed1, strict=True):  # hence the same finished episodes.
         np.testing.assert_array_equal(a, b)

@@ -78,7 +78,8 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag, s
             observations = rollout.trajectory.timestep.observation[:-1].reshape(UNROLL * ENVS, -1)
             recorded = np.asarray(rollout.trajectory.extras["logits"]).reshape(UNROLL * ENVS, -1)
             for version, params in versions.items():
-                logits = np.asarray(params.apply(observations)[0]["logits"])
+                _, (outputs, _) = params.step((), observations)
+                logits = np.asarray(outputs["logits"])
                 same = np.allclose(recorded, logits, rtol=1e-5, atol=1e-6)
                 assert same == (version == rollout.params_version), (index, version)
             if index + 1 < ROLLOUTS:

@@ -142,8 +142,9 @@ def assert_shares(history, spent):
 
 
 @pytest.mark.slow  # Compiles the IMPALA ResNet for 84x84 frames: about 12 s on 2 cores.
-def test_pong_impala_runs_a_few_updates():
-    config = load_config("sebulba_pong_impala", envs_per_thread=2, total_steps=20 * 2 * 2 * 2, log_every_updates=1)
+@pytest.mark.parametrize("name", ["sebulba_pong_impala", "sebulba_pong_impala_lstm"])
+def test_pong_impala_runs_a_few_updates(name):
+    config = load_config(name, envs_per_thread=2, total_steps=20 * 2 * 2 * 2, log_every_updates=1)
     history = podracer.train(config).history
     assert [r["step"] for r in history] == [80, 160]
     assert all(np.isfinite(r["loss"]) for r in history)

@@ -1,0 +1,68 @@
+"""Recurrent cores: flax's LSTM and GRU cells, scanned over time, starting afresh where an episode starts.
+
+A core sits between a network's torso and its heads, as the LSTM does in the
+deep agent of IMPALA (Espeholt et al. 2018, Figure 3). `network.core` picks
+it: "none" (a feed-forward network), "lstm" (flax's `OptimizedLSTMCell`, the
+state a pair `(c, h)`) or "gru" (flax's `GRUCell`, the state `h`), each of
+`network.core_size` units. The state starts at zeros, flax's default.
+
+`Core` runs a cell over a sequence with `nn.scan`, as PureJaxRL's
+`ppo_rnn.py` does: before each step, the state of every environment whose
+timestep is FIRST is replaced by the initial state (`reset_at_first`). Acting
+is that same scan over a sequence of one step, so acting and learning reset
+the state at the same steps by construction.
+"""
+
+from typing import Any
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+CORES = ("none", "lstm", "gru")
+
+
+def make_cell(core: str, size: int) -> nn.RNNCellBase:
+    """The flax cell `core` names, of `size` units."""
+    if core == "lstm":
+        return nn.OptimizedLSTMCell(size)
+    if core == "gru":
+        return nn.GRUCell(size)
+    raise ValueError(f"Unknown recurrent core {core!r}; choose one of {CORES[1:]}.")
+
+
+def initial_state(core: str, size: int, batch_size: int) -> Any:
+    """The state of `batch_size` environments before their first step, leaves `[batch_size, size]`; `()` for "none"."""
+    if core == "none":
+        return ()
+    return make_cell(core, size).initialize_carry(jax.random.key(0), (batch_size, size))
+
+
+def reset_at_first(state: Any, fresh: Any, first: chex.Array) -> Any:
+    """`state` (leaves `[B, ...]`), with `fresh` in place of it for the environments where `first` `[B]` is true."""
+
+    def choose(fresh_leaf, leaf):
+        return jnp.where(first.reshape(first.shape + (1,) * (leaf.ndim - 1)), fresh_leaf, leaf)
+
+    return jax.tree.map(choose, fresh, state)
+
+
+class Core(nn.Module):
+    """`(state [B, ...], features [T, B, F], first [T, B]) -> (state, outputs [T, B, size])`: a cell over T steps."""
+
+    core: str
+    size: int
+
+    @nn.compact
+    def __call__(self, state: Any, features: jnp.ndarray, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
+        chex.assert_rank([features, first], [3, 2])
+        chex.assert_equal_shape_prefix([features, first], 2)
+        fresh = initial_state(self.core, self.size, features.shape[1])
+
+        def step(cell: nn.Module, carry: Any, inputs: tuple) -> tuple[Any, jnp.ndarray]:
+            step_features, step_first = inputs
+            return cell(reset_at_first(carry, fresh, step_first), step_features)
+
+        scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0)
+        return scan(make_cell(self.core, self.size), state, (features, first))

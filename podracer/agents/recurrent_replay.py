@@ -1,0 +1,129 @@
+"""Recurrent experience replay (R2D2) for DQN: stored state, burn-in, and the priority of a sequence.
+
+Kapturowski et al. (2019), "Recurrent Experience Replay in Distributed
+Reinforcement Learning", ICLR, Section 3. A recurrent Q-network replayed from
+a zero state at an arbitrary step of an episode would learn from states it
+never acted in; R2D2 instead
+
+- stores the recurrent state acting had at every step beside the step, and
+  starts each sampled sequence from the stored state of its first step
+  ("stored state"): the items' `extras[STATE]`, which `from_stored_state`
+  turns into the sampled trajectory's initial state;
+- unrolls the first `burn_in` steps of a sequence only to warm that state
+  ("burn-in"): no loss on them and no gradient through them, the state they
+  leave stop-gradient'ed (`online_q_values`); the remaining steps up to
+  `sequence_length` are trained, each with its full n-step target
+  (`trained_mask`), and the last n sampled steps only supply the bootstraps;
+- sets a sequence's priority to a mix of the largest and the mean absolute TD
+  error of its trained transitions, p = eta max_i |delta_i| + (1 - eta)
+  mean |delta|, eta = 0.9 (Section 2.3; `sequence_priorities`).
+
+A sampled sequence may cross an episode boundary of its buffer row (a LAST
+step followed by the next episode's FIRST): the core restarts at FIRST, as it
+did while acting (`cores.reset_at_first`), so no state crosses into another
+episode, and the LAST -> FIRST step is no transition (`transitions(...).valid`)
+nor does any n-step target look past the LAST (`transitions(...).lambdas`).
+The target network is unrolled over the whole sequence from the same stored
+state. With `burn_in = 0` and `sequence_length = 1` (a feed-forward network)
+one transition per sequence is trained: DQN as it always was.
+"""
+
+import chex
+import jax
+import jax.numpy as jnp
+from ml_collections import ConfigDict
+
+from podracer.agents import networks
+from podracer.agents.trajectory import Trajectory, transitions, with_time_axis
+from podracer.config import field_checks
+from podracer.config.errors import ConfigError
+from podracer.envs.timestep import FIRST
+
+DEFAULTS = {
+    "burn_in": 0,  # Steps at a sequence's start that only warm the recurrent state (a recurrent core only).
+    "sequence_length": 1,  # Transitions per sampled sequence, burn-in included (> 1 for a recurrent core only).
+    "priority_eta": 0.9,  # A sequence's priority: eta max |TD| + (1 - eta) mean |TD| of its trained transitions.
+}
+"""R2D2's fields of DQN's `config.agent`."""
+
+STATE = "state"
+"""The key of the recurrent state acting was given at a step, in a recurrent DQN's extras and buffer items."""
+
+
+def validate(config: ConfigDict) -> None:
+    """Static checks of the `DEFAULTS` fields: whole numbers, a burn-in shorter than the sequence, a recurrent core."""
+    field_checks.integer(config, "agent.burn_in", at_least=0, example=2)
+    field_checks.integer(config, "agent.sequence_length", at_least=1, example=8)
+    field_checks.fraction(config, "agent.priority_eta", example=0.9)
+    agent = config.agent
+    if config.network.core == "none":
+        for field, feed_forward in (("burn_in", 0), ("sequence_length", 1)):
+            if agent[field] != feed_forward:
+                raise ConfigError(
+                    f"agent.{field}",
+                    f"{agent[field]} is for a recurrent core (network.core lstm or gru): a feed-forward "
+                    "Q-network learns from one transition per sampled sequence",
+                    f"set --config.network.core=lstm, or --config.agent.{field}={feed_forward}",
+                )
+    if agent.burn_in >= agent.sequence_length:
+        raise ConfigError(
+            "agent.burn_in",
+            f"a burn-in ({agent.burn_in} steps) as long as the sequence ({agent.sequence_length} transitions) "
+            "or longer leaves nothing to learn from",
+            f"set --config.agent.burn_in below agent.sequence_length, e.g. {agent.sequence_length // 2}",
+        )
+
+
+def stored_state_spec(network_config: ConfigDict) -> dict | None:
+    """The extras a recurrent DQN keeps in its buffer: `{STATE: one environment's state spec}`; None: feed-forward."""
+    if network_config.core == "none":
+        return None
+    state = jax.eval_shape(lambda: networks.network_state(network_config, 1))
+    return {STATE: jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), state)}
+
+
+def kept_extras(trajectory: Trajectory) -> Trajectory:
+    """The trajectory with only the extras the buffer keeps: the stored state of a recurrent DQN, none otherwise."""
+    return trajectory.replace(extras={key: value for key, value in trajectory.extras.items() if key == STATE})
+
+
+def from_stored_state(trajectory: Trajectory) -> Trajectory:
+    """A sampled sequence that starts from the state stored with its first item (`()` for a feed-forward DQN)."""
+    first_state = jax.tree.map(lambda leaf: leaf[0], trajectory.extras.get(STATE, ()))
+    return trajectory.replace(extras={}, state=with_time_axis(first_state))
+
+
+def online_q_values(params: networks.NetworkParams, trajectory: Trajectory, burn_in: int) -> chex.Array:
+    """The online network's Q-values `[L, S, A]` over sampled sequences `[L, S]`, from their initial state.
+
+    The first `burn_in` timesteps only warm the state: their Q-values and the
+    state they leave carry no gradient (Kapturowski et al. 2019, Section 3).
+    """
+    timestep = trajectory.timestep
+    inputs = (timestep.observation, timestep.step_type == FIRST)
+    if not burn_in:
+        return networks.unroll(params, trajectory.initial_state(), *inputs)[1]
+    prefix, rest = jax.tree.map(lambda x: x[:burn_in], inputs), jax.tree.map(lambda x: x[burn_in:], inputs)
+    state, warm_q = jax.lax.stop_gradient(networks.unroll(params, trajectory.initial_state(), *prefix))
+    _, q_values = networks.unroll(params, state, *rest)
+    return jnp.concatenate([warm_q, q_values])
+
+
+def trained_mask(trajectory: Trajectory, burn_in: int, sequence_length: int) -> chex.Array:
+    """1.0 `[sequence_length, S]` where a transition is trained: past the burn-in, and a real one (not LAST -> FIRST)."""
+    valid = transitions(trajectory, 1.0).valid[:sequence_length]
+    past_burn_in = jnp.arange(sequence_length) >= burn_in
+    return valid * past_burn_in[:, None]
+
+
+def sequence_priorities(td_abs: chex.Array, mask: chex.Array, eta: float) -> chex.Array:
+    """eta max |TD| + (1 - eta) mean |TD| `[S]` over each sequence's trained transitions (`td_abs`, `mask` `[L, S]`).
+
+    Written max - (1 - eta)(max - mean), the same mix, so that one trained
+    transition's priority is exactly its |TD| (Kapturowski et al. 2019, Section 2.3).
+    """
+    chex.assert_equal_shape([td_abs, mask])
+    masked = td_abs * mask
+    largest = jnp.max(masked, axis=0)
+    mean = jnp.sum(masked, axis=0) / jnp.maximum(jnp.sum(mask, axis=0), 1.0)
+    return largest - (1.0 - eta) * (largest - mean)
