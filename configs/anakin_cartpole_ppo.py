@@ -1,8 +1,7 @@
 """Anakin PPO on CartPole-v1 with CleanRL's standard hyperparameters (ppo.py defaults).
 
 4 environments x 128 steps, 4 epochs x 4 minibatches, Adam 2.5e-4 annealed to 0,
-separate 64-64 tanh actor and critic, 5e5 environment steps. The 976 updates
-run as 16 dispatches of 61.
+separate 64-64 tanh actor and critic, 5e5 environment steps: 976 updates.
 """
 
 from podracer import defaults

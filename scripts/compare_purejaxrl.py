@@ -1,27 +1,43 @@
-"""Side-by-side throughput against PureJaxRL's single-file PPO, on CartPole or on MinAtar Breakout.
+"""Side-by-side throughput against PureJaxRL's single-file PPO, on CartPole (feed-forward or GRU) or MinAtar Breakout.
 
 PureJaxRL (github.com/luchris429/purejaxrl) is not a dependency of podracer:
 point `--purejaxrl` at a checkout, in an environment with its requirements
-(gymnax, distrax). Its `purejaxrl/ppo.py` trains the whole run in one
-compiled program. `--task cartpole` (the default) runs CleanRL's CartPole
-workload in both (4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps;
-podracer's `configs/anakin_cartpole_ppo.py`, its own pure-JAX CartPole).
-`--task breakout` runs PureJaxRL's MinAtar settings on gymnax's
-Breakout-MinAtar in both (64 envs x 128 steps, 4 epochs x 8 minibatches,
-ReLU 64-64 actor and critic; podracer's `configs/anakin_minatar_breakout_ppo.py`
-through its gymnax adapter), for 122 updates (1e6 steps) instead of 1e7 steps.
+(gymnax, distrax). Its single-file trainers run the whole run as one compiled
+program. `--task cartpole` (the default) runs CleanRL's CartPole workload in
+both (4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps; PureJaxRL's
+`purejaxrl/ppo.py` against podracer's `configs/anakin_cartpole_ppo.py`, on its
+own pure-JAX CartPole). `--task cartpole_rnn` runs the same workload with
+PureJaxRL's recurrent network (ReLU 128 embedding, GRU 128, ReLU 128 heads;
+minibatches of whole environments): its `purejaxrl/ppo_rnn.py` against
+`configs/anakin_cartpole_ppo_rnn.py`. `--task breakout` runs PureJaxRL's MinAtar
+settings on gymnax's Breakout-MinAtar in both (64 envs x 128 steps, 4 epochs x
+8 minibatches, ReLU 64-64 actor and critic; podracer's
+`configs/anakin_minatar_breakout_ppo.py` through its gymnax adapter), for 122
+updates (1e6 steps) instead of 1e7 steps.
 
-Both are compiled first, then full runs alternate in this one process, so the
-two see the same machine load; on a shared VM only such paired figures mean
-anything. Compilation is left out of both. Usage:
+By default both are compiled first and PureJaxRL's program run once to warm
+the process up, then full runs alternate in this one process, so the two see
+the same machine load; on a shared VM only such paired figures mean anything.
+With `--fresh-processes` each timed run has a new Python process of its own
+instead, PureJaxRL and podracer taking turns (who goes first alternates from
+pair to pair), so that neither run inherits the other's memory, threads or
+warm caches: each times the first execution of its freshly compiled program.
+Compilation is left out of both either way (`purejaxrl_runs.py`). Each run's
+final return, the mean of its last 100 episodes, is printed beside its speed.
+Usage:
 
-    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--task breakout] [--pairs 6]
+    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--task cartpole_rnn] [--pairs 6] [--fresh-processes]
 
 `--num-envs N` and `--total-steps S` change the batch and the length of the
 run on both sides alike (PureJaxRL's NUM_ENVS and TOTAL_TIMESTEPS, podracer's
 num_envs and total_steps, in whole updates and whole dispatches of podracer's,
 so that both make the same updates); every other hyperparameter stays the task's,
-so minibatches grow with the batch (N x 128 / 4 transitions on CartPole).
+so minibatches grow with the batch (N x 128 / 4 transitions on CartPole, N / 4
+environments with the GRU). podracer dispatches as its config says (about 100
+log records a run: 8 updates at a time on CleanRL's CartPole) or at most
+`--updates-per-dispatch K` updates at a time, and never more than
+`DISPATCH_STEPS` steps. Each dispatch costs podracer a round trip to the host:
+on the CartPole tasks K = 61 (16 records) runs about 10% faster than 8.
 Both run with XLA:CPU's thread pool sized by `--cpu-threads` (0: XLA's
 default of one thread per core; start the script with `PJRT_NPROC` unset). By
 default that is the podracer config's `cpu_threads` (one thread) below
@@ -33,11 +49,17 @@ machine a second thread makes PPO on CartPole 1.5x as fast on both sides at
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
-import time
-import types
+from typing import NamedTuple
+
+from ml_collections import ConfigDict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helper beside it, however this file is loaded.
+import purejaxrl_runs  # noqa: E402
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -71,47 +93,26 @@ BREAKOUT = {
     "ACTIVATION": "relu",
     "ENV_NAME": "Breakout-MinAtar",
 }
+# ppo_rnn.py's `__main__` settings are ppo.py's; its network is ReLU throughout and reads no ACTIVATION.
+CARTPOLE_RNN = {name: value for name, value in CARTPOLE.items() if name != "ACTIVATION"}
 WIDE_BATCH = 256  # Environments from which both sides run one XLA:CPU thread per core by default.
 DISPATCH_STEPS = 2**20  # podracer dispatches at most this many steps at a time (at least one update).
-# Per task: podracer's config file, its overrides for the same run, and PureJaxRL's settings.
+SIDES = ("purejaxrl", "podracer")
+RESULT = "RESULT "  # How a fresh process's line of results starts.
+
+
+class Task(NamedTuple):
+    config_file: str  # podracer's, under configs/.
+    overrides: dict  # Its fields set for the same run.
+    settings: dict  # PureJaxRL's config.
+    module: str  # PureJaxRL's trainer: purejaxrl/<module>.py.
+
+
 TASKS = {
-    "cartpole": ("anakin_cartpole_ppo.py", {}, CARTPOLE),
-    "breakout": ("anakin_minatar_breakout_ppo.py", {"total_steps": 122 * 64 * 128}, BREAKOUT),
+    "cartpole": Task("anakin_cartpole_ppo.py", {}, CARTPOLE, "ppo"),
+    "cartpole_rnn": Task("anakin_cartpole_ppo_rnn.py", {}, CARTPOLE_RNN, "ppo_rnn"),
+    "breakout": Task("anakin_minatar_breakout_ppo.py", {"total_steps": 122 * 64 * 128}, BREAKOUT, "ppo"),
 }
-
-
-def _gymnax_splits_done(gymnax) -> bool:
-    """Whether this gymnax's `step` returns terminated and truncated apart (1.0 on), not the one `done` of 0.0.x."""
-    env, params = gymnax.make("CartPole-v1")
-    import jax
-
-    outputs = jax.eval_shape(env.step, jax.random.key(0), env.reset(jax.random.key(0), params)[1], 0, params)
-    return len(outputs) == 6
-
-
-def _with_one_done_flag(make):
-    """`gymnax.make` whose environments' `step` returns gymnax 0.0.x's `(obs, state, reward, done, info)`.
-
-    PureJaxRL's ppo.py was written against gymnax 0.0.x; with gymnax 1.0 its step
-    returns terminated and truncated apart, and `done` is their union.
-    """
-
-    class OneDoneFlag:
-        def __init__(self, env):
-            self._env = env
-
-        def __getattr__(self, name):
-            return getattr(self._env, name)
-
-        def step(self, key, state, action, params=None):
-            obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
-            return obs, state, reward, terminated | truncated, info
-
-    def wrapped(name, **kwargs):
-        env, params = make(name, **kwargs)
-        return OneDoneFlag(env), params
-
-    return wrapped
 
 
 def _dispatches(updates: int, most: int) -> tuple[int, int]:
@@ -128,88 +129,153 @@ def _dispatches(updates: int, most: int) -> tuple[int, int]:
     return per_dispatch, updates // per_dispatch * per_dispatch
 
 
-def main(argv=None) -> int:
+def fresh_run_order(pairs: int) -> list[tuple[int, str]]:
+    """(seed, side) of each timed run in turn: pair i runs both sides on seed i, who goes first alternating."""
+    return [(seed, side) for seed in range(pairs) for side in (SIDES if seed % 2 == 0 else SIDES[::-1])]
+
+
+def side_command(args: argparse.Namespace, side: str, seed: int) -> list[str]:
+    """The command line of the fresh process that times one run of `side` on `seed`, with the same run's flags."""
+    command = [sys.executable, os.path.abspath(__file__), "--purejaxrl", args.purejaxrl, "--task", args.task]
+    flags = ("--cpu-threads", "--num-envs", "--updates-per-dispatch")
+    for flag, value in zip(flags, (args.cpu_threads, args.num_envs, args.updates_per_dispatch), strict=True):
+        if value is not None:
+            command += [flag, str(value)]
+    if args.total_steps is not None:
+        command += ["--total-steps", repr(args.total_steps)]
+    return command + ["--side", side, "--seed", str(seed)]
+
+
+def read_result(stdout: str) -> dict:
+    """The results a fresh process printed on its last line starting with `RESULT`."""
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT)]
+    if not lines:
+        raise ValueError(f"no line starting with {RESULT!r} in the run's output:\n{stdout[-2000:]}")
+    return json.loads(lines[-1][len(RESULT) :])
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The command line; `--side` and `--seed` are what `--fresh-processes` starts each of its processes with."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--purejaxrl", required=True, help="a PureJaxRL checkout (the folder holding purejaxrl/ppo.py)")
     parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
     parser.add_argument("--pairs", type=int, default=6, help="alternating runs of each")
+    parser.add_argument("--fresh-processes", action="store_true", help="each timed run in a new process of its own")
     parser.add_argument(
         "--cpu-threads", type=int, default=None, help="XLA:CPU threads for both (0: one per core; default: see above)"
     )
     parser.add_argument("--num-envs", type=int, default=None, help="environments in both (default: the task's)")
     parser.add_argument("--total-steps", type=float, default=None, help="environment steps per run in both")
-    args = parser.parse_args(argv)
-    for name in ("num_envs", "total_steps"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if not os.path.isfile(os.path.join(args.purejaxrl, "purejaxrl", "ppo.py")):
-        parser.error(f"--purejaxrl: no purejaxrl/ppo.py under {args.purejaxrl}; pass the checkout's top folder")
-
-    from podracer import load_config as load
-    from podracer.runtime.xla_cpu import set_cpu_threads
-
-    config_file, overrides, purejaxrl_config = TASKS[args.task]
-    overrides, purejaxrl_config = dict(overrides), dict(purejaxrl_config)
-    if args.num_envs is not None:
-        purejaxrl_config["NUM_ENVS"] = overrides["num_envs"] = args.num_envs
-    if args.total_steps is not None:
-        purejaxrl_config["TOTAL_TIMESTEPS"] = args.total_steps
-    config = load(os.path.join(CONFIGS, config_file), overrides)
-    batch = purejaxrl_config["NUM_ENVS"] * purejaxrl_config["NUM_STEPS"]
-    updates = int(purejaxrl_config["TOTAL_TIMESTEPS"]) // batch  # PureJaxRL's NUM_UPDATES.
-    config.updates_per_dispatch, updates = _dispatches(
-        updates, min(config.updates_per_dispatch, DISPATCH_STEPS // batch)
+    parser.add_argument(
+        "--updates-per-dispatch", type=int, default=None, help="podracer's at most (default: its config's, see above)"
     )
+    # What --fresh-processes starts each process with: time one run of one side, print its RESULT line.
+    parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    return parser
+
+
+def plan(args: argparse.Namespace) -> tuple[ConfigDict, dict, int]:
+    """(podracer's config, PureJaxRL's settings, steps per run) for the same run: whole updates, whole dispatches."""
+    from podracer import load_config
+    from podracer.anakin import settings as anakin_settings
+
+    task = TASKS[args.task]
+    overrides, settings = dict(task.overrides), dict(task.settings)
+    if args.num_envs is not None:
+        settings["NUM_ENVS"] = overrides["num_envs"] = args.num_envs
+    if args.total_steps is not None:
+        settings["TOTAL_TIMESTEPS"] = args.total_steps
+    config = load_config(os.path.join(CONFIGS, task.config_file), overrides)
+    batch = settings["NUM_ENVS"] * settings["NUM_STEPS"]
+    updates = int(settings["TOTAL_TIMESTEPS"]) // batch  # PureJaxRL's NUM_UPDATES.
+    config.total_steps = updates * batch
+    most = min(args.updates_per_dispatch or anakin_settings.updates_per_dispatch(config), DISPATCH_STEPS // batch)
+    config.updates_per_dispatch, updates = _dispatches(updates, most)
     if updates == 0:
-        parser.error(f"--total-steps: fewer than one dispatch of {config.updates_per_dispatch} x {batch:,} steps")
-    steps = purejaxrl_config["TOTAL_TIMESTEPS"] = config.total_steps = updates * batch
+        raise ValueError(f"--total-steps: fewer than one dispatch of {config.updates_per_dispatch} x {batch:,} steps")
+    steps = settings["TOTAL_TIMESTEPS"] = config.total_steps = updates * batch
     if args.cpu_threads is not None:
         config.cpu_threads = args.cpu_threads
     elif config.num_envs >= WIDE_BATCH:
         config.cpu_threads = 0
+    return config, settings, steps
+
+
+def runners(args: argparse.Namespace, config: ConfigDict, settings: dict, steps: int, sides=SIDES) -> dict:
+    """`{side: run(seed) -> (steps/s, final return)}`, PureJaxRL's compiled; JAX starts here."""
+    from podracer.runtime.xla_cpu import set_cpu_threads
+
     set_cpu_threads(config.cpu_threads)  # Before JAX starts, for both programs.
-    import jax
+    run = {}
+    if "purejaxrl" in sides:
+        make_train = purejaxrl_runs.purejaxrl_make_train(args.purejaxrl, TASKS[args.task].module)
+        run["purejaxrl"] = purejaxrl_runs.purejaxrl_runner(make_train, settings, steps)
+    if "podracer" in sides:
+        run["podracer"] = purejaxrl_runs.podracer_runner(config)
+    return run
 
-    import podracer
 
-    checkout = os.path.abspath(args.purejaxrl)
-    sys.path[:0] = [checkout, os.path.join(checkout, "purejaxrl")]  # Its ppo.py imports its own `wrappers`.
-    import gymnax
-
-    try:
-        import navix  # noqa: F401 -- PureJaxRL's wrappers.py imports it for a wrapper ppo.py does not use.
-    except ImportError:
-        sys.modules["navix"] = types.ModuleType("navix")  # A stand-in, so that wrappers.py imports without it.
-    if _gymnax_splits_done(gymnax):
-        gymnax.make = _with_one_done_flag(gymnax.make)
-    from purejaxrl.ppo import make_train
-
-    purejaxrl_run = jax.jit(make_train(purejaxrl_config)).lower(jax.random.PRNGKey(0)).compile()
-
-    def time_purejaxrl(seed: int) -> float:
-        start = time.perf_counter()
-        jax.block_until_ready(purejaxrl_run(jax.random.PRNGKey(seed)))
-        return steps / (time.perf_counter() - start)
-
-    def time_podracer(seed: int) -> float:
-        config.seed = seed
-        history = podracer.train(config).history  # Each record's rate leaves compilation out.
-        per_dispatch = history[0]["step"]
-        return history[-1]["step"] / sum(per_dispatch / record["steps_per_second"] for record in history)
-
-    print(
-        f"{args.task}: {purejaxrl_config['NUM_ENVS']} environments, XLA:CPU threads="
-        f"{os.environ.get('PJRT_NPROC', 'one per core')}, {steps:,} steps per run"
+def pair_line(theirs: tuple[float, float], ours: tuple[float, float]) -> str:
+    """One pair's speeds and final returns, and podracer's speed-up."""
+    return (
+        f"PureJaxRL {theirs[0]:>9,.0f} steps/s (return {theirs[1]:5.1f})   "
+        f"podracer {ours[0]:>9,.0f} steps/s (return {ours[1]:5.1f})   speed-up {ours[0] / theirs[0]:.2f}"
     )
-    time_purejaxrl(0)  # Warm-up.
+
+
+def in_process_pairs(run: dict, pairs: int) -> list[float]:
+    """Speed-ups of `pairs` pairs of runs alternating in this process."""
+    run["purejaxrl"](0)  # Warm-up, of this process as a whole: podracer's runs come after it.
     speed_ups = []
-    for seed in range(args.pairs):
-        theirs, ours = time_purejaxrl(seed), time_podracer(seed)
-        speed_ups.append(ours / theirs)
-        print(
-            f"PureJaxRL {theirs:>9,.0f} steps/s   podracer {ours:>9,.0f} steps/s   speed-up {ours / theirs:.2f}",
-            flush=True,
-        )
+    for seed in range(pairs):
+        theirs, ours = run["purejaxrl"](seed), run["podracer"](seed)
+        speed_ups.append(ours[0] / theirs[0])
+        print(pair_line(theirs, ours), flush=True)
+    return speed_ups
+
+
+def fresh_process_pairs(args: argparse.Namespace) -> list[float]:
+    """Speed-ups of `args.pairs` pairs of runs, each run in a fresh process of its own, the sides taking turns."""
+    results: dict[int, dict] = {}
+    for seed, side in fresh_run_order(args.pairs):
+        child = subprocess.run(side_command(args, side, seed), capture_output=True, text=True)
+        if child.returncode:
+            sys.exit(f"{side} run on seed {seed} failed ({child.returncode}):\n{child.stderr[-4000:]}")
+        result = read_result(child.stdout)
+        pair = results.setdefault(seed, {})
+        pair[side] = (result["steps_per_second"], result["final_return"])
+        if len(pair) == len(SIDES):
+            print(pair_line(pair["purejaxrl"], pair["podracer"]), flush=True)
+    return [results[seed]["podracer"][0] / results[seed]["purejaxrl"][0] for seed in range(args.pairs)]
+
+
+def main(argv=None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    for name in ("num_envs", "total_steps", "pairs", "updates_per_dispatch"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    module = TASKS[args.task].module
+    if not os.path.isfile(os.path.join(args.purejaxrl, "purejaxrl", f"{module}.py")):
+        parser.error(f"--purejaxrl: no purejaxrl/{module}.py under {args.purejaxrl}; pass the checkout's top folder")
+    try:
+        config, settings, steps = plan(args)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.side is not None:  # One fresh process's run.
+        rate, final_return = runners(args, config, settings, steps, sides=(args.side,))[args.side](args.seed)
+        print(RESULT + json.dumps({"side": args.side, "steps_per_second": rate, "final_return": final_return}))
+        return 0
+    threads = os.environ.get("PJRT_NPROC") or config.cpu_threads or "one per core"
+    how = "each run in a fresh process" if args.fresh_processes else "alternating in one process"
+    print(
+        f"{args.task}: {settings['NUM_ENVS']} environments, XLA:CPU threads={threads}, {steps:,} steps per run, {how}"
+    )
+    if args.fresh_processes:
+        speed_ups = fresh_process_pairs(args)
+    else:
+        speed_ups = in_process_pairs(runners(args, config, settings, steps), args.pairs)
     print(f"median speed-up over {args.pairs} pairs: {statistics.median(speed_ups):.2f}")
     return 0
 
