@@ -40,10 +40,11 @@ def test_the_state_act_returns_at_a_first_timestep_is_the_initial_state_passed_t
 
     before = random_state(agent, jax.random.key(3))
     other_before = random_state(agent, jax.random.key(4))
-    _, _, after = agent.act(params, timestep, before, keys)
-    _, _, other_after = agent.act(params, timestep, other_before, keys)
+    act = jax.jit(agent.act)
+    _, _, after = act(params, timestep, before, keys)
+    _, _, other_after = act(params, timestep, other_before, keys)
     # The initial state through one step of the network, with no episode starting in it.
-    expected = params.step(agent.state_for(B), observation)[0]
+    expected = jax.jit(lambda params: params.step(agent.state_for(B), observation)[0])(params)
 
     first = np.asarray(step_type == FIRST)
     for leaf, other_leaf, expected_leaf, before_leaf in zip(
