@@ -65,22 +65,20 @@ def test_a_core_resets_each_environment_independently_to_its_initial_state():
         np.testing.assert_array_equal(np.asarray(leaf)[:, 0], [0.0, 7.0, 7.0, 0.0])
 
 
-class LogProbProbe:
-    """Wraps an agent's `learn` to report how far the log-probabilities it replays are from those acted with."""
+def with_log_prob_probe(agent: podracer.Agent) -> podracer.Agent:
+    """`agent` whose `learn` also reports how far the log-probabilities it replays are from those acted with."""
 
-    @staticmethod
-    def wrap(agent: podracer.Agent) -> podracer.Agent:
-        def learn(state, trajectory, key, axis_name=None):
-            params = agent.acting_params(state)
-            outputs, _ = networks.unroll_trajectory(networks.unroll, params, trajectory)
-            replayed = policy.log_prob(jax.tree.map(lambda x: x[:-1], outputs), trajectory.action)
-            behaviour = policy.log_prob(trajectory.extras, trajectory.action)
-            state, metrics = agent.learn(state, trajectory, key, axis_name)
-            gap = jnp.max(jnp.abs(replayed - behaviour))
-            starts = jnp.sum(trajectory.timestep.step_type[1:-1] == FIRST)
-            return state, {**metrics, "log_prob_gap": gap, "episode_starts": starts.astype(jnp.float32)}
+    def learn(state, trajectory, key, axis_name=None):
+        params = agent.acting_params(state)
+        outputs, _ = networks.unroll_trajectory(networks.unroll, params, trajectory)
+        replayed = policy.log_prob(jax.tree.map(lambda x: x[:-1], outputs), trajectory.action)
+        behaviour = policy.log_prob(trajectory.extras, trajectory.action)
+        state, metrics = agent.learn(state, trajectory, key, axis_name)
+        gap = jnp.max(jnp.abs(replayed - behaviour))
+        starts = jnp.sum(trajectory.timestep.step_type[1:-1] == FIRST)
+        return state, {**metrics, "log_prob_gap": gap, "episode_starts": starts.astype(jnp.float32)}
 
-        return podracer.Agent(agent.init, agent.act, learn, agent.acting_params, agent.initial_state)
+    return podracer.Agent(agent.init, agent.act, learn, agent.acting_params, agent.initial_state)
 
 
 @pytest.mark.slow  # 6 updates on each architecture, compiled for an LSTM.
@@ -110,7 +108,7 @@ def test_learn_replays_the_behaviour_log_probs_from_the_stored_state_with_policy
     config = load_config(config_name, {**fields, **overrides})
     if config.architecture == "sebulba":
         config.policy_lag = 0
-    agent = LogProbProbe.wrap(agents.make(config, num_updates=6))
+    agent = with_log_prob_probe(agents.make(config, num_updates=6))
     history = podracer.train(config, agent=agent).history
     assert sum(record["episode_starts"] for record in history) > 0  # Sequences crossed into new episodes.
     assert max(record["log_prob_gap"] for record in history) < 1e-4
