@@ -56,9 +56,11 @@ from podracer.agents import networks, recurrent_replay, registry, replay
 from podracer.agents.agent import Agent
 from podracer.agents.network_agent import recurrent_state
 from podracer.agents.optimizer import make_optimizer
+from podracer.agents.policy import mask_illegal
 from podracer.agents.returns import n_step_returns
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
+from podracer.envs.actions import action_mask
 from podracer.envs.timestep import FIRST, TimeStep
 from podracer.runtime import collectives
 from podracer.runtime.per_device import PerDevice
@@ -116,7 +118,7 @@ class ActingParams:
 def act(params: ActingParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
     """Epsilon-greedy actions `[B]`, one key per environment; the extras are the Q-values `[B, A]`."""
     _, q_values = params.network.step((), observation)
-    return epsilon_greedy(q_values, params.epsilon, key), {"q_values": q_values}
+    return epsilon_greedy(q_values, params.epsilon, key, action_mask(observation)), {"q_values": q_values}
 
 
 def recurrent_act(
@@ -126,14 +128,23 @@ def recurrent_act(
     next state, and in the extras the state it was given (R2D2's stored state, under `recurrent_replay.STATE`)."""
     next_state, q_values = params.network.step(state, timestep.observation, timestep.step_type == FIRST)
     extras = {"q_values": q_values, recurrent_replay.STATE: state}
-    return epsilon_greedy(q_values, params.epsilon, key), extras, next_state
+    return epsilon_greedy(q_values, params.epsilon, key, action_mask(timestep.observation)), extras, next_state
 
 
-def epsilon_greedy(q_values: chex.Array, epsilon: chex.Array, key: chex.PRNGKey) -> chex.Array:
-    """int32 `[B]`: with probability epsilon a uniformly random action, else argmax Q; one key per environment."""
+def epsilon_greedy(
+    q_values: chex.Array, epsilon: chex.Array, key: chex.PRNGKey, legal: chex.Array | None = None
+) -> chex.Array:
+    """int32 `[B]`: with probability epsilon a uniformly random action, else argmax Q; one key per environment.
+
+    With a mask of legal actions `legal` `[B, A]` the random action is uniform over the legal ones (the network
+    has already masked the Q-values, so the argmax is legal too).
+    """
     explore_keys, action_keys = jnp.moveaxis(jax.vmap(jax.random.split)(key), 1, 0)
     explore = jax.vmap(jax.random.uniform)(explore_keys) < epsilon
-    random_actions = jax.vmap(lambda k: jax.random.randint(k, (), 0, q_values.shape[-1]))(action_keys)
+    if legal is None:
+        random_actions = jax.vmap(lambda k: jax.random.randint(k, (), 0, q_values.shape[-1]))(action_keys)
+    else:
+        random_actions = jax.vmap(jax.random.categorical)(action_keys, mask_illegal(jnp.zeros_like(q_values), legal))
     return jnp.where(explore, random_actions, jnp.argmax(q_values, axis=-1)).astype(jnp.int32)
 
 

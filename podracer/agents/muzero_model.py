@@ -41,6 +41,7 @@ from podracer.agents.layers import conv, dense
 from podracer.agents.networks import NetworkParams
 from podracer.agents.torsos import MLP, ResidualBlock, check_reads_observations, flatten_observation, preprocess_pixels
 from podracer.config.errors import ConfigError
+from podracer.envs.actions import ACTION_MASK
 
 MODELS = ("mlp", "muzero_resnet")
 HEAD_GAIN = 0.01  # Small output layers: the first predictions are near uniform (policy) and near zero (value, reward).
@@ -169,6 +170,12 @@ def make_model(
             "network.torso",
             f"MuZero's model is 'mlp' or 'muzero_resnet', not {network_config.torso!r}",
             "set --config.network.torso=mlp for vector observations or muzero_resnet for frames",
+        )
+    if isinstance(observation_spec, dict) and ACTION_MASK in observation_spec:
+        raise ConfigError(
+            "env.name",
+            "the environment masks illegal actions, which MuZero's learned model cannot respect in its search",
+            "use an actor-critic agent (ppo, impala) or dqn, which mask them",
         )
     check_reads_observations(network_config, observation_spec)
     bins = support.bins(support_size)

@@ -14,7 +14,6 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 from dm_env import specs
 from flax import struct
 from ml_collections import ConfigDict
@@ -22,8 +21,11 @@ from ml_collections import ConfigDict
 from podracer.agents import normalization
 from podracer.agents.cores import Core, initial_state
 from podracer.agents.layers import dense
+from podracer.agents.policy import head_for, mask_illegal
 from podracer.agents.torsos import (
     MLP,
+    VECTOR_TORSOS,
+    MultiInput,
     check_reads_observations,
     flatten_observation,
     pixel_torso,
@@ -31,6 +33,7 @@ from podracer.agents.torsos import (
 )
 from podracer.agents.trajectory import Trajectory, merge_leading_dims
 from podracer.config.errors import ConfigError
+from podracer.envs.actions import action_mask, without_action_mask
 from podracer.envs.timestep import FIRST
 
 ACTION_HEADS = ("categorical", "gaussian")
@@ -46,18 +49,19 @@ class ActorCritic(nn.Module):
     whose log-std is one learned vector, independent of the state and starting
     at 0, as in CleanRL's and PureJaxRL's continuous PPO.
     Torsos, `torso` one of `TORSOS`: `"mlp"`, an MLP of `hidden_sizes` and
-    `activation` over the flattened observation; with `shared_torso=False` the
-    policy and the value have separate torsos, as in the standard PPO set-up
-    for classic control and MuJoCo. `"nature_cnn"` (Mnih et al. 2015) and
-    `"impala_resnet"` (Espeholt et al. 2018, configured by `channels`,
-    `num_blocks`, `hidden_size`): pixel torsos over uint8 `[N, C, H, W]`
-    frames. Policy and value always share a pixel torso, as in both papers;
-    `shared_torso=False` is rejected for them rather than ignored.
+    `activation` over the flattened observation (with `shared_torso=False`,
+    one for the policy and one for the value, the standard PPO set-up for
+    classic control and MuJoCo); `"multi_input"`, the same with a `GridCNN` of
+    `channels` for each image leaf; the pixel torsos `"nature_cnn"` (Mnih et
+    al. 2015) and `"impala_resnet"` (Espeholt et al. 2018; `channels`,
+    `num_blocks`, `hidden_size`) over uint8 `[N, C, H, W]` frames, always
+    shared by policy and value, as in both papers.
     A recurrent `core` ("lstm" or "gru", `cores.CORES`, of `core_size` units)
     runs over the torso's features, its state `state` `[B, ...]` starting
     afresh at every `first` `[T, B]` step; with "none" the state is `()` and
     every step is independent. Each head may have hidden layers of its own
     (`head_hidden_sizes`), as PureJaxRL's `ppo_rnn.py` network has after its GRU.
+    An action mask in the observation masks the categorical head's logits (`policy.mask_illegal`).
     """
 
     action_size: int
@@ -79,22 +83,14 @@ class ActorCritic(nn.Module):
         observation = merge_leading_dims(observation, len(leading))
         if self.core != "none" and not self.shared_torso:
             raise ValueError(f"the {self.core} core feeds policy and value from one torso; set shared_torso=True.")
-        if self.torso == "mlp":
-            features = flatten_observation(observation)
-            policy_features = MLP(self.hidden_sizes, self.activation)(features)
-            value_features = policy_features if self.shared_torso else MLP(self.hidden_sizes, self.activation)(features)
-        else:
-            torso = pixel_torso(self)
-            if not self.shared_torso:
-                raise ValueError(f"torso {self.torso!r} is shared by policy and value; set shared_torso=True.")
-            policy_features = value_features = torso(preprocess_pixels(observation))
+        policy_features, value_features = _torso(self, observation, self.shared_torso)
         state, policy_features = _core(self, state, policy_features, first)
         if self.core != "none":
             value_features = policy_features  # The torso is shared: the core's features serve both heads.
         head = dense(self.action_size, 0.01)(_head_torso(self, policy_features))
         value = dense(1, 1.0)(_head_torso(self, value_features))[..., 0]
         if self.action_head == "categorical":
-            outputs = {"logits": head}
+            outputs = {"logits": mask_illegal(head, action_mask(observation))}
         elif self.action_head == "gaussian":
             log_std = self.param("log_std", nn.initializers.zeros, (self.action_size,))
             outputs = {"mean": head, "log_std": jnp.broadcast_to(log_std, head.shape)}
@@ -124,12 +120,29 @@ class QNetwork(nn.Module):
     def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
         leading = first.shape
         observation = merge_leading_dims(observation, len(leading))
-        if self.torso == "mlp":
-            features = MLP(self.hidden_sizes, self.activation)(flatten_observation(observation))
-        else:
-            features = pixel_torso(self)(preprocess_pixels(observation))
+        features, _ = _torso(self, observation, shared=True)
         state, features = _core(self, state, features, first)
-        return state, _split_leading(dense(self.action_size, 1.0)(_head_torso(self, features)), leading)
+        q_values = mask_illegal(dense(self.action_size, 1.0)(_head_torso(self, features)), action_mask(observation))
+        return state, _split_leading(q_values, leading)
+
+
+def _torso(network: nn.Module, observation: Any, shared: bool) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The policy's and the value's features `[N, F]` from the network's torso (one torso when `shared`), which
+    reads the observation without its action mask."""
+    observation = without_action_mask(observation)
+    if network.torso not in VECTOR_TORSOS:
+        if not shared:
+            raise ValueError(f"torso {network.torso!r} is shared by policy and value; set shared_torso=True.")
+        features = pixel_torso(network)(preprocess_pixels(observation))
+        return features, features
+    features = [_vector_torso(network, observation) for _ in range(1 if shared else 2)]
+    return features[0], features[-1]
+
+
+def _vector_torso(network: nn.Module, observation: Any) -> jnp.ndarray:
+    if network.torso == "multi_input":
+        return MultiInput(tuple(network.channels), tuple(network.hidden_sizes), network.activation)(observation)
+    return MLP(network.hidden_sizes, network.activation)(flatten_observation(observation))
 
 
 def _core(network: nn.Module, state: Any, features: jnp.ndarray, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
@@ -204,9 +217,9 @@ def make_network(network_config: ConfigDict, observation_spec: Any, action_spec:
     pixel torsos need stacked uint8 frames `[C, H, W]` and serve the policy and
     the value together.
     """
-    action_head, action_size = _action_head(action_spec)
+    action_head, action_size = head_for(action_spec)
     _check_torso(network_config, observation_spec)
-    if network_config.torso != "mlp" and not network_config.shared_torso:
+    if network_config.torso not in VECTOR_TORSOS and not network_config.shared_torso:
         raise ConfigError(
             "network.shared_torso",
             f"the {network_config.torso} torso is shared by policy and value",
@@ -256,20 +269,6 @@ def _check_torso(network_config: ConfigDict, observation_spec: Any) -> None:
             "choose impala_resnet or nature_cnn, or use --config.agent.name=muzero",
         )
     check_reads_observations(network_config, observation_spec)
-
-
-def _action_head(action_spec: Any) -> tuple[str, int]:
-    """The policy head an action spec calls for and its size: categorical over n, or Gaussian over D reals."""
-    if isinstance(action_spec, specs.DiscreteArray):
-        return "categorical", action_spec.num_values
-    shape, dtype = getattr(action_spec, "shape", None), getattr(action_spec, "dtype", None)
-    if isinstance(action_spec, specs.Array) and len(shape) == 1 and np.issubdtype(dtype, np.floating):
-        return "gaussian", shape[0]
-    raise ConfigError(
-        "env.name",
-        f"the actor-critic agents act in a DiscreteArray or a float vector (BoundedArray [D]), not {action_spec}",
-        "use an environment with one of those action specs",
-    )
 
 
 def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> NetworkParams:

@@ -13,13 +13,23 @@ learning time:
   trajectory's actions stay those of the distribution that drew them.
 
 Every function takes the outputs dict and picks the head from its keys.
+
+Where the environment says which actions are legal (an action mask in the
+observation, `podracer.envs.actions`), the network passes its logits through
+`mask_illegal` first: an illegal action's logit becomes the lowest float, so
+sampling never draws it, its probability is 0 and its term of the entropy 0.
 """
 
 import math
+from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
+from dm_env import specs
+
+from podracer.config.errors import ConfigError
 
 CATEGORICAL_KEYS = frozenset({"logits"})
 GAUSSIAN_KEYS = frozenset({"mean", "log_std"})
@@ -67,3 +77,30 @@ def entropy(outputs: dict) -> chex.Array:
         return jnp.sum(outputs["log_std"] + 0.5 + _HALF_LOG_2PI, axis=-1)
     log_probs = jax.nn.log_softmax(outputs["logits"])
     return -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)
+
+
+def mask_illegal(values: chex.Array, legal: chex.Array | None) -> chex.Array:
+    """`values` `[..., A]` (logits or action values) with the illegal actions' entries at the lowest finite float.
+
+    The lowest float rather than -inf: a softmax gives those actions probability
+    exactly 0, and neither `log_softmax` nor the entropy's p log p turns into NaN.
+    `legal` (bool `[..., A]`) None leaves the values unchanged.
+    """
+    if legal is None:
+        return values
+    chex.assert_equal_shape((values, legal))
+    return jnp.where(legal, values, jnp.finfo(values.dtype).min)
+
+
+def head_for(action_spec: Any) -> tuple[str, int]:
+    """The policy head an action spec calls for and its size: categorical over n, or Gaussian over D reals."""
+    if isinstance(action_spec, specs.DiscreteArray):
+        return "categorical", action_spec.num_values
+    shape, dtype = getattr(action_spec, "shape", None), getattr(action_spec, "dtype", None)
+    if isinstance(action_spec, specs.Array) and len(shape) == 1 and np.issubdtype(dtype, np.floating):
+        return "gaussian", shape[0]
+    raise ConfigError(
+        "env.name",
+        f"the actor-critic agents act in a DiscreteArray or a float vector (BoundedArray [D]), not {action_spec}",
+        "use an environment with one of those action specs",
+    )

@@ -1,9 +1,14 @@
-"""The torsos the networks read observations with: an MLP over any nest of arrays, and two pixel torsos over frames.
+"""The torsos the networks read observations with: an MLP over any nest of arrays, a multi-input torso over images
+and vectors together, and two pixel torsos over frames.
 
 Observations may be arrays or nested dicts of arrays with one leading batch
 axis. The MLP torso flattens every leaf and concatenates them in the pytree's
 (sorted-key) order, so a nested observation needs no special casing anywhere
-else. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
+else. The multi-input torso (`MultiInput`) does the same for vectors but reads
+every channels-last image leaf `[N, H, W, C]` (Craftax's and POPGym Arcade's
+pixels, Jumanji's and XLand-MiniGrid's grids) with a small convolutional
+network first. An action mask in the observation (`podracer.envs.actions`) is
+not read by any torso: the networks take it out first. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
 `[N, C, H, W]`, a channels-first frame stack as envpool's Atari returns it,
 which `preprocess_pixels` turns into float NHWC in [0, 1]. Their layers have
 orthogonal weights with gain sqrt(2) (`podracer.agents.layers`). The heads on
@@ -23,7 +28,8 @@ from podracer.agents.layers import conv, dense
 from podracer.config.errors import ConfigError
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
-TORSOS = ("mlp", "nature_cnn", "impala_resnet", "muzero_resnet")  # The last is MuZero's model only.
+TORSOS = ("mlp", "multi_input", "nature_cnn", "impala_resnet", "muzero_resnet")  # The last is MuZero's model only.
+VECTOR_TORSOS = ("mlp", "multi_input")  # Read any nest of arrays; the others read frames only.
 
 
 def flatten_observation(observation: Any) -> jnp.ndarray:
@@ -54,6 +60,41 @@ class MLP(nn.Module):
         for size in self.hidden_sizes:
             x = _ACTIVATIONS[self.activation](dense(size, np.sqrt(2))(x))
         return x
+
+
+class GridCNN(nn.Module):
+    """Convolutions over channels-last images `[N, H, W, C]`: per entry of `channels`, conv 3x3 SAME, ReLU,
+    max-pool 2x2 stride 2; then flattened to `[N, F]`. Small enough for grid worlds (5x5) and cheap on 64x64 pixels.
+
+    uint8 images are scaled to [0, 1]; other dtypes are read as they are.
+    """
+
+    channels: Sequence[int] = (16, 32, 32)
+
+    @nn.compact
+    def __call__(self, image: jnp.ndarray) -> jnp.ndarray:
+        x = image.astype(jnp.float32) / (255.0 if image.dtype == jnp.uint8 else 1.0)
+        for channels in self.channels:
+            x = nn.relu(conv(channels, 3, 1, "SAME")(x))
+            x = nn.max_pool(x, (2, 2), strides=(2, 2), padding="SAME")
+        return x.reshape(x.shape[0], -1)
+
+
+class MultiInput(nn.Module):
+    """A torso over a dict of images and vectors: each image `[N, H, W, C]` through its own `GridCNN`, every other
+    leaf flattened, all concatenated in sorted-key order and read by an MLP of `hidden_sizes`."""
+
+    channels: Sequence[int] = (16, 32, 32)
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, observation: Any) -> jnp.ndarray:
+        features = [
+            GridCNN(self.channels)(leaf) if leaf.ndim == 4 else leaf.reshape(leaf.shape[0], -1).astype(jnp.float32)
+            for leaf in jax.tree.leaves(observation)
+        ]
+        return MLP(self.hidden_sizes, self.activation)(jnp.concatenate(features, axis=-1))
 
 
 class NatureCNN(nn.Module):
@@ -122,8 +163,17 @@ def pixel_torso(network: Any) -> nn.Module:
 
 
 def check_reads_observations(network_config: ConfigDict, observation_spec: Any) -> None:
-    """Raises `ConfigError` where a pixel torso is asked to read anything but stacked uint8 frames `[C, H, W]`."""
-    if network_config.torso == "mlp":
+    """Raises `ConfigError` where a torso cannot read the observations: a pixel torso anything but stacked uint8
+    frames `[C, H, W]`, the multi-input torso a leaf of more than three axes."""
+    if network_config.torso == "multi_input":
+        too_deep = [spec.shape for spec in jax.tree.leaves(observation_spec) if len(spec.shape) > 3]
+        if too_deep:
+            raise ConfigError(
+                "network.torso",
+                f"'multi_input' reads vectors and images [H, W, C], but the environment observes {too_deep}",
+                "use --config.network.torso=mlp, which flattens any observation",
+            )
+    if network_config.torso in VECTOR_TORSOS:
         return
     shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
     if shape is None or len(shape) != 3 or dtype != np.uint8:

@@ -1,6 +1,12 @@
-"""Where actions enter an environment: real-valued actions are clipped into the action spec's bounds there.
+"""Where actions meet an environment: which are legal (an action mask), and clipping real-valued ones to bounds.
 
-A Gaussian policy samples unbounded actions. The trajectory keeps the sample
+Legal actions. An environment whose legal actions change (Jumanji's, Pgx's
+games) observes a dict whose `ACTION_MASK` entry is a bool `[A]`, True where
+the action is legal. The observation carries it to `act`, where the
+categorical head gives illegal actions no probability; torsos read the other
+entries (`without_action_mask`).
+
+Clipping. A Gaussian policy samples unbounded actions. The trajectory keeps the sample
 itself, so its log-probability under the policy that drew it stays exact; only
 the copy handed to the environment is clipped (as CleanRL's `ClipAction` and
 PureJaxRL's `ClipAction` wrappers do). Anakin's training wrappers and
@@ -9,6 +15,7 @@ Sebulba's actors both call `clip_to_spec`, the one rule.
 
 from typing import Any
 
+import chex
 import jax.numpy as jnp
 import numpy as np
 from dm_env import specs
@@ -27,3 +34,18 @@ def clip_to_spec(action: Any, spec: Any, xp: Any = jnp) -> Any:
 def is_continuous(spec: Any) -> bool:
     """Whether an action spec describes real-valued actions (not discrete ids)."""
     return isinstance(spec, specs.Array) and np.issubdtype(spec.dtype, np.floating)
+
+
+ACTION_MASK = "action_mask"
+
+
+def action_mask(observation: Any) -> chex.Array | None:
+    """The observation's bool mask of legal actions `[..., A]`, or None where it has none."""
+    return observation.get(ACTION_MASK) if isinstance(observation, dict) else None
+
+
+def without_action_mask(observation: Any) -> Any:
+    """The observation without its action mask (unchanged where it has none): what a torso reads."""
+    if not isinstance(observation, dict) or ACTION_MASK not in observation:
+        return observation
+    return {key: value for key, value in observation.items() if key != ACTION_MASK}

@@ -4,9 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dm_env import specs
 
+import podracer
 from podracer.agents.networks import ActorCritic, NetworkParams
-from podracer.agents.torsos import preprocess_pixels
+from podracer.agents.torsos import GridCNN, MultiInput, check_reads_observations, preprocess_pixels
+from podracer.config.errors import ConfigError
 from tests.agents.network_cases import (
     ATARI_SHAPE,
     NUM_ACTIONS,
@@ -131,3 +134,35 @@ def test_gradient_reaches_every_parameter(torso):
     ]
     assert not dead, f"zero gradient for {dead}"
     assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+
+
+def test_multi_input_torso_parameter_count_and_what_it_reads():
+    """A 12x12x5 grid (Jumanji Snake's) through convs of (16, 32) with 2x2 pools, beside a 4-vector, into 64 units."""
+    torso = MultiInput(channels=(16, 32), hidden_sizes=(64,))
+    grid, vector = jnp.ones((2, 12, 12, 5)), jnp.ones((2, 4))
+    params = jax.eval_shape(torso.init, jax.random.PRNGKey(0), {"grid": grid, "vector": vector})["params"]
+    convs = _conv3x3(5, 16) + _conv3x3(16, 32)  # 12 -> 6 -> 3 after the pools: 3 * 3 * 32 = 288 features.
+    assert num_params(params["GridCNN_0"]) == convs
+    assert num_params(params["MLP_0"]) == (288 + 4) * 64 + 64
+    variables = torso.init(jax.random.PRNGKey(0), {"grid": grid, "vector": vector})
+    out = torso.apply(variables, {"grid": grid, "vector": vector})
+    assert out.shape == (2, 64)
+    # Both inputs are read: changing either changes the features.
+    assert not np.allclose(out, torso.apply(variables, {"grid": grid * 0, "vector": vector}))
+    assert not np.allclose(out, torso.apply(variables, {"grid": grid, "vector": vector * 0}))
+
+
+def test_grid_cnn_scales_uint8_images_to_the_unit_interval():
+    cnn = GridCNN(channels=(8,))
+    pixels = jax.random.randint(jax.random.PRNGKey(1), (2, 6, 6, 3), 0, 256).astype(jnp.uint8)
+    variables = cnn.init(jax.random.PRNGKey(0), pixels)
+    np.testing.assert_allclose(
+        cnn.apply(variables, pixels), cnn.apply(variables, pixels.astype(jnp.float32) / 255.0), rtol=1e-6
+    )
+
+
+def test_multi_input_refuses_observations_of_more_than_three_axes():
+    config = podracer.defaults("ppo")
+    config.network.torso = "multi_input"
+    with pytest.raises(ConfigError, match="'multi_input' reads vectors and images"):
+        check_reads_observations(config.network, {"video": specs.Array((2, 8, 8, 3), np.uint8)})
