@@ -8,7 +8,7 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.agents import dqn, policy
+from podracer.agents import dqn, normalization, policy
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK
 
@@ -115,3 +115,12 @@ def test_muzero_refuses_a_masked_environment():
     agent = agents.make(config, num_updates=10)
     with pytest.raises(ConfigError, match="masks illegal actions"):
         agent.init(jax.random.key(0), OBSERVATION_SPEC, ACTION_SPEC)
+
+
+def test_observation_normalisation_passes_the_mask_through():
+    observation = masked_observations(jax.random.key(8))
+    statistics = normalization.update(normalization.init(OBSERVATION_SPEC), observation, 1, None)
+    normalized = normalization.normalize_observation(statistics, observation)
+    np.testing.assert_array_equal(normalized[ACTION_MASK], observation[ACTION_MASK])
+    assert normalized[ACTION_MASK].dtype == bool
+    assert abs(float(jnp.mean(normalized["features"]))) < 1e-5  # The other entries are normalised.
