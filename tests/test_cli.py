@@ -62,6 +62,13 @@ BAD_INPUTS = [
     (CATCH, ["--config.agent.name=sac"], 1, ["config.agent.name", "'sac'", "ppo"]),
     (CATCH, ["--config.env.name=gymnax:Breakout-MinAtr"], 1, ["config.env.name", "gymnax:Breakout-MinAtar"]),
     (CATCH, ["--config.env.name=foo:bar"], 1, ["config.env.name", "unknown suite 'foo'", "gymnax"]),
+    (CATCH, ["--config.env.name=pgx:tic_tac_to"], 1, ["config.env.name", "did you mean pgx:tic_tac_toe"]),
+    (
+        "configs/anakin_xminigrid_ppo.py",
+        ["--config.env.kwargs.max_stepz=3"],
+        1,
+        ["config.env.kwargs", "no setting max_stepz", "'max_steps'"],
+    ),
     (
         CATCH,
         ["--config.num_envs=many"],

@@ -43,21 +43,35 @@ from podracer.envs.host import HostEnvironment
 class Suite:
     """An environment suite behind a `SUITE:` prefix.
 
-    `adapter` is the podracer module that wraps it; it defines `is_task(task)`,
-    `task_names()` (for hints) and `make(task, **kwargs)` (pure JAX) or
-    `make(task, num_envs, seed, **kwargs)` (host). Importing it imports the suite, so a missing extra shows
-    as a `ModuleNotFoundError` naming `package`.
+    `adapter` is the podracer module that wraps it (`podracer.envs.suites`); it
+    defines `is_task(task)`, `task_names()` (for hints) and `make(task, **kwargs)`
+    (pure JAX) or `make(task, num_envs, seed, **kwargs)` (host). Importing it
+    imports the suite, so a missing extra shows as a `ModuleNotFoundError` naming
+    one of `modules`, the top-level packages the adapter imports; `extra` is the
+    pip extra that installs them.
     """
 
     adapter: str
-    package: str  # The suite's top-level import name, and the pip extra that installs it.
+    modules: tuple[str, ...]
+    extra: str
     host: bool
 
 
+def _suite(module: str, *modules: str, extra: str = "") -> Suite:
+    return Suite(f"podracer.envs.suites.{module}", modules, extra or modules[0], host=False)
+
+
 SUITES = {
-    "gymnax": Suite("podracer.envs.gymnax_env", "gymnax", host=False),
-    "brax": Suite("podracer.envs.brax_env", "brax", host=False),
-    "gymnasium": Suite("podracer.envs.gymnasium_env", "gymnasium", host=True),
+    "gymnax": _suite("gymnax_env", "gymnax"),
+    "brax": _suite("brax_env", "brax"),
+    "gymnasium": Suite("podracer.envs.gymnasium_env", ("gymnasium",), "gymnasium", host=True),  # With its worker pool.
+    "craftax": _suite("craftax_env", "craftax"),
+    "jumanji": _suite("jumanji_env", "jumanji", "stoa"),
+    "playground": _suite("playground_env", "mujoco_playground", extra="playground"),
+    "xminigrid": _suite("xminigrid_env", "xminigrid", "stoa"),
+    "navix": _suite("navix_env", "navix", "stoa"),
+    "popgym_arcade": _suite("popgym_arcade_env", "popgym_arcade"),
+    "pgx": _suite("pgx_env", "pgx"),
 }
 
 _JAX: dict[str, Callable[..., Environment]] = {
@@ -104,7 +118,7 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
         raise ConfigError("env.name", f"must be a non-empty string, got {name!r}", "name an environment")
     prefix, task = split_suite(name)
     if prefix:
-        suite = _suite(prefix)
+        suite = _known_suite(prefix)
         if suite.host != host:
             runs_on = "sebulba" if suite.host else "anakin"
             raise ConfigError(
@@ -113,7 +127,7 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
                 f"set --config.architecture={runs_on}, or choose an environment for {architecture}",
             )
         if not import_suite:
-            if importlib.util.find_spec(suite.package) is None:
+            if any(importlib.util.find_spec(module) is None for module in suite.modules):
                 raise _missing_suite(prefix, suite)
             return
         adapter = _adapter(prefix)
@@ -179,7 +193,7 @@ def split_suite(name: str) -> tuple[str, str]:
     return (prefix, task) if separator else ("", name)
 
 
-def _suite(prefix: str) -> Suite:
+def _known_suite(prefix: str) -> Suite:
     if prefix not in SUITES:
         raise ConfigError(
             "env.name",
@@ -191,11 +205,11 @@ def _suite(prefix: str) -> Suite:
 
 def _adapter(prefix: str) -> ModuleType:
     """The adapter module of a suite, imported now; `ConfigError` with the pip command if the suite is missing."""
-    suite = _suite(prefix)
+    suite = _known_suite(prefix)
     try:
         return importlib.import_module(suite.adapter)
     except ModuleNotFoundError as error:
-        if error.name is None or error.name.split(".")[0] != suite.package:
+        if error.name is None or error.name.split(".")[0] not in suite.modules:
             raise
         raise _missing_suite(prefix, suite) from None
 
@@ -203,8 +217,8 @@ def _adapter(prefix: str) -> ModuleType:
 def _missing_suite(prefix: str, suite: Suite) -> ConfigError:
     return ConfigError(
         "env.name",
-        f"{prefix} environments need the {suite.package} package, which is not installed",
-        f"pip install -e '.[{suite.package}]' (or pip install 'podracer[{suite.package}]')",
+        f"{prefix} environments need the {suite.extra} extra, which is not installed",
+        f"pip install -e '.[{suite.extra}]' (or pip install 'podracer[{suite.extra}]')",
     )
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from dm_env import specs
 
-from podracer.envs import LAST, MID, brax_env
+from podracer.envs import LAST, MID
+from podracer.envs.suites import brax_env
 from podracer.envs.wrappers import Batched
 
 brax = brax_env.brax  # Imported by `brax_env`, which keeps brax's import quiet.

@@ -12,7 +12,8 @@ from dm_env import specs
 from gymnax.environments import spaces
 from gymnax.utils import load_mnist
 
-from podracer.envs import FIRST, LAST, MID, AutoReset, gymnax_env
+from podracer.envs import FIRST, LAST, MID, AutoReset
+from podracer.envs.suites import gymnax_env
 
 MNIST = "MNISTBandit-bsuite"  # Downloads MNIST when built; tested offline with fake data below.
 KEY = jax.random.key(0)

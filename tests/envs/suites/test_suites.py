@@ -6,7 +6,7 @@ import pytest
 
 from podracer import envs
 from podracer.config.errors import ConfigError
-from podracer.envs import brax_env, gymnax_env
+from podracer.envs.suites import brax_env, gymnax_env
 
 
 def test_make_builds_the_suites_adapters_with_their_settings():
@@ -23,7 +23,7 @@ def test_make_builds_the_suites_adapters_with_their_settings():
         ("gymnax:Nope-v0", r"gymnax has no environment 'Nope-v0'; gymnax has \['CartPole-v1'"),
         ("gymnax:CartPole-v2", "did you mean gymnax:CartPole-v1"),
         ("brax:inverted_pendulm", "did you mean brax:inverted_pendulum"),
-        ("foo:bar", r"unknown suite 'foo'; prefix a task with one of \['brax', 'gymnasium', 'gymnax'\]"),
+        ("foo:bar", r"unknown suite 'foo'; prefix a task with one of \['brax', 'craftax', 'gymnasium'"),
     ],
 )
 def test_unknown_names(name, message):
@@ -42,12 +42,47 @@ def test_a_pure_jax_suite_under_sebulba(suite):
         envs.check(suite, host=True)
 
 
-@pytest.mark.parametrize("package", ["gymnax", "brax"])
-def test_a_missing_suite_names_its_pip_extra(monkeypatch, package):
-    monkeypatch.setitem(sys.modules, package, None)  # `import gymnax` now fails as if it were not installed.
-    monkeypatch.delitem(sys.modules, f"podracer.envs.{package}_env")
-    with pytest.raises(ConfigError, match=rf"need the {package} package.*pip install -e '\.\[{package}\]'"):
-        envs.check(f"{package}:anything", host=False)
+@pytest.mark.parametrize(
+    "prefix, module",
+    [
+        ("gymnax", "gymnax"),
+        ("brax", "brax"),
+        ("craftax", "craftax"),
+        ("jumanji", "jumanji"),
+        ("jumanji", "stoa"),  # The extra installs stoa-env beside Jumanji: either missing is the extra missing.
+        ("playground", "mujoco_playground"),  # The extra is named after the prefix, not the import.
+        ("xminigrid", "xminigrid"),
+        ("navix", "navix"),
+        ("popgym_arcade", "popgym_arcade"),
+        ("pgx", "pgx"),
+    ],
+)
+def test_a_missing_suite_names_its_pip_extra(monkeypatch, prefix, module):
+    for name in [name for name in sys.modules if name.split(".")[0] == module] or [module]:
+        monkeypatch.setitem(sys.modules, name, None)  # Importing it (or its submodules) fails, as if not installed.
+    monkeypatch.delitem(sys.modules, envs.SUITES[prefix].adapter, raising=False)
+    message = rf"{prefix} environments need the {prefix} extra.*pip install -e '\.\[{prefix}\]'"
+    for import_suite in (True, False):  # Building, and the static validation before anything starts.
+        with pytest.raises(ConfigError, match=message):
+            envs.check(f"{prefix}:anything", host=False, import_suite=import_suite)
+
+
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("craftax:Craftax-Clasic-Symbolic-v1", "did you mean craftax:Craftax-Classic-Symbolic-v1"),
+        ("jumanji:Snake-v2", "did you mean jumanji:Snake-v1"),
+        ("playground:CartpoleBalanse", "did you mean playground:CartpoleBalance"),
+        ("xminigrid:MiniGrid-Empty-8x9", "did you mean xminigrid:MiniGrid-Empty-8x8"),
+        ("navix:Navix-Empty-5x5-v1", "did you mean navix:Navix-Empty-5x5-v0"),
+        ("popgym_arcade:CountRecallEasyy", "did you mean popgym_arcade:CountRecallEasy"),
+        ("pgx:tic_tac_to", "did you mean pgx:tic_tac_toe"),
+    ],
+)
+def test_an_unknown_task_of_each_suite_names_the_closest(name, hint):
+    with pytest.raises(ConfigError, match=hint) as error:
+        envs.check(name, host=False)
+    assert error.value.field == "env.name"
 
 
 def test_static_validation_leaves_the_task_to_the_build(monkeypatch):

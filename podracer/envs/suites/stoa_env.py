@@ -1,0 +1,180 @@
+"""Environments adapted by stoa (Stoix's adapters, package `stoa-env`) as podracer environments.
+
+Jumanji, XLand-MiniGrid and Navix reach podracer through stoa's adapters
+(`JumanjiToStoa`, `XMiniGridToStoa`, `NavixToStoa`), which keep podracer's
+semantics (checked in tests/envs/suites against each suite's own `step`):
+
+- no auto-reset inside `step`: the timestep that ends an episode carries its
+  real last observation (Jumanji and XLand-MiniGrid never reset by themselves;
+  Navix resets on the step *after* a LAST timestep, which podracer's
+  `AutoReset` never takes);
+- discount 0 on termination and 1 on truncation, as each suite gives them
+  (Jumanji itself calls its time limits terminations: `jumanji_env` corrects
+  that). stoa's step type does not always say which: Jumanji's and
+  XLand-MiniGrid's single LAST step type becomes stoa's TERMINATED on
+  truncation too. The discount does, so a LAST timestep is a termination
+  exactly where its discount is 0, and `timestep.transition` makes podracer's
+  timestep from that.
+
+`StoaEnvironment` converts the rest to podracer's conventions: observations
+become nests of arrays (Jumanji's NamedTuple and dataclass observations become
+dicts of their fields, so an `action_mask` field lands under
+`podracer.envs.actions.ACTION_MASK`), stoa's spaces become dm_env specs with
+the shapes and dtypes the environment really returns, and states get strong
+dtypes so that they are a stable `lax.scan` carry. stoa casts Navix's and
+XLand-MiniGrid's uint8 grids to float32 (losslessly); the specs say float32.
+
+stoa's environment objects are not hashable, and podracer's environments must
+be; so `StoaEnvironment` holds a builder (a module-level function) with the
+task and its settings, and builds the stoa environment once per distinct
+value.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from dm_env import specs
+from stoa import spaces
+from stoa.environment import Environment as StoaEnv
+
+from podracer.config.field_checks import is_whole_number, matches_default_type
+from podracer.envs import timestep as ts
+from podracer.envs.base import Environment
+
+Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
+
+
+@dataclasses.dataclass(frozen=True)
+class StoaEnvironment(Environment):
+    """`build(task, **settings)`'s stoa environment with dm_env semantics; the suites' `make` build these."""
+
+    build: Callable[..., StoaEnv]  # A module-level function, so equal adapters share one stoa environment.
+    task: str
+    settings: Settings = ()
+
+    @property
+    def stoa_env(self) -> StoaEnv:
+        """The stoa environment (built once, shared by equal adapters)."""
+        return _stoa_env(self.build, self.task, self.settings)
+
+    def reset(self, key: chex.PRNGKey) -> tuple[Any, ts.TimeStep]:
+        state, timestep = self.stoa_env.reset(key)
+        return _strong(state), ts.restart(as_nest(timestep.observation))
+
+    def step(self, state: Any, action: chex.Array) -> tuple[Any, ts.TimeStep]:
+        state, timestep = self.stoa_env.step(state, action)
+        last = timestep.last()
+        terminated = last & (timestep.discount == 0)
+        return _strong(state), ts.transition(as_nest(timestep.observation), timestep.reward, terminated, last)
+
+    @functools.cached_property
+    def _observation_shapes(self) -> Any:
+        return jax.eval_shape(lambda key: self.reset(key)[1].observation, jax.random.key(0))
+
+    def observation_spec(self) -> Any:
+        """stoa's observation space, with the shapes and dtypes of the observations the environment returns."""
+        with jax.ensure_compile_time_eval():  # Concrete bounds, even when asked inside a jitted function.
+            return space_to_spec(self.stoa_env.observation_space(), "observation", like=self._observation_shapes)
+
+    def action_spec(self) -> Any:
+        with jax.ensure_compile_time_eval():
+            return space_to_spec(self.stoa_env.action_space(), "action")
+
+
+def as_nest(observation: Any) -> Any:
+    """An observation as podracer's nest: NamedTuples and dataclasses become dicts of their fields, recursively."""
+    if isinstance(observation, dict):
+        return {key: as_nest(value) for key, value in observation.items()}
+    if isinstance(observation, tuple) and hasattr(observation, "_asdict"):
+        return as_nest(observation._asdict())
+    if dataclasses.is_dataclass(observation) and not isinstance(observation, type):
+        return {field.name: as_nest(getattr(observation, field.name)) for field in dataclasses.fields(observation)}
+    return observation
+
+
+def space_to_spec(space: spaces.Space, name: str, like: Any = None) -> Any:
+    """The dm_env spec of a stoa space: Discrete -> DiscreteArray, BoundedArray -> BoundedArray, Array -> Array,
+    Dict -> dict (sorted keys).
+
+    `like` (a nest of `jax.ShapeDtypeStruct`s matching the space) gives the
+    shapes and dtypes; without it, the space's own (discrete actions as int32).
+    A MultiDiscrete space is a BoundedArray of integers.
+    """
+    if isinstance(space, spaces.DictSpace):
+        subspaces = space.spaces
+        return {
+            key: space_to_spec(subspaces[key], key, None if like is None else like[key]) for key in sorted(subspaces)
+        }
+    if not isinstance(space, spaces.ArraySpace):
+        raise NotImplementedError(f"podracer cannot convert stoa's {type(space).__name__} {space!r} to a spec.")
+    shape, dtype = (space.shape, np.dtype(space.dtype)) if like is None else (like.shape, np.dtype(like.dtype))
+    if isinstance(space, spaces.DiscreteSpace) and shape == () and np.issubdtype(dtype, np.integer):
+        return specs.DiscreteArray(space.num_values, dtype=np.int32 if like is None else dtype, name=name)
+    if isinstance(space, spaces.BoundedArraySpace):
+        low, high = (
+            np.broadcast_to(np.asarray(bound).astype(dtype), shape) for bound in (space.minimum, space.maximum)
+        )
+        return specs.BoundedArray(shape, dtype, low, high, name=name)
+    return specs.Array(shape, dtype, name=name)
+
+
+def check_settings(
+    suite: str, task: str, kwargs: dict[str, Any], defaults: dict[str, Any], counts: tuple[str, ...] = ()
+) -> Settings:
+    """`kwargs` as hashable settings, once each is one of `defaults` with a value of its default's type.
+
+    Raises `ValueError` naming the accepted names for an unknown keyword, and
+    the wanted type for an ill-typed value; `counts` name settings that must be
+    whole numbers >= 1 (time limits, sizes). Lists (from a config) become tuples.
+    """
+    unknown = sorted(set(kwargs) - set(defaults))
+    if unknown:
+        raise ValueError(f"{suite} {task} has no setting {', '.join(unknown)}: it accepts {sorted(defaults)}")
+    settings = {name: _hashable(value) for name, value in kwargs.items()}
+    for name, value in settings.items():
+        if name in counts:
+            ok, wanted = is_whole_number(value, 1), "a whole number >= 1"
+        elif (typed := matches_default_type(value, defaults[name])) is not None:
+            ok, wanted = typed
+        else:  # A default of another kind (a generator, a function): the suite checks it.
+            continue
+        if not ok:
+            raise ValueError(f"{suite} {task}'s {name} must be {wanted}, got {value!r}.")
+    return tuple(sorted(settings.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _stoa_env(build: Callable[..., StoaEnv], task: str, settings: Settings) -> StoaEnv:
+    """The stoa environment of `task`, built once per builder, task and settings.
+
+    Built outside any trace, so the constants it keeps (bounds, layouts) are
+    concrete even where the first use is inside a jitted function.
+    """
+    with jax.ensure_compile_time_eval():
+        return build(task, **dict(settings))
+
+
+def _strong(state: Any) -> Any:
+    """A state with strongly typed leaves (suites build some from Python numbers, `jnp.asarray(0.0)`).
+
+    So a state's types are the same after reset and after any step: a stable
+    `lax.scan` carry, and one `AutoReset` can select between. PRNG keys stay as they are.
+    """
+
+    def strong(leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            return leaf
+        return jnp.asarray(leaf, jnp.result_type(leaf))
+
+    return jax.tree.map(strong, state)
+
+
+def _hashable(value: Any) -> Any:
+    """Lists as tuples, so adapters stay hashable and jitted functions can be cached."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list | tuple) else value
