@@ -1,0 +1,37 @@
+"""Anakin learns a task of each family of the JAX suites with its shipped config, by the mean of the last 100 episodes.
+
+The families share an adapter: the grid worlds stoa adapts (XLand-MiniGrid here; Jumanji and Navix go the
+same way), Pgx, and MuJoCo Playground (with Brax's episode rules). gymnax's family (gymnax, Craftax, POPGym
+Arcade, one adapter) learns in `test_suite_learning.py`. Budgets are cut to a minute of this machine each.
+"""
+
+import pytest
+
+import podracer
+from tests.helpers import load_config
+
+
+@pytest.mark.slow
+def test_ppo_walks_straight_to_the_goal_of_xminigrid_empty_8x8():
+    """0.961 is the optimum (the goal in 11 steps); a random policy scores about 0.12. About 25 s here."""
+    config = load_config("anakin_xminigrid_ppo", {"total_steps": 491_520})  # 60 updates.
+    score = podracer.recent_return(podracer.train(config).history)
+    assert score > 0.9, f"last 100 episodes {score:.3f}"
+
+
+@pytest.mark.slow
+def test_ppo_on_pgx_2048_beats_a_random_legal_policy():
+    """1M steps (about 45 s here) score about 1,650; a random legal policy scores 1,097 (a game's standard deviation
+    530: `docs/environments.md`), and 5M steps of this config 7,000. The action mask keeps every
+    move legal: one illegal move would end the game."""
+    config = load_config("anakin_pgx_2048_ppo", {"total_steps": 999_424})  # 122 updates.
+    score = podracer.recent_return(podracer.train(config).history)
+    assert score > 1_400, f"last 100 games {score:.0f}"
+
+
+@pytest.mark.slow
+def test_ppo_balances_playground_cartpole():
+    """614K steps (about 50 s here) score about 860 of 1,000; a random policy about 355, a fallen pole far less."""
+    config = load_config("anakin_playground_ppo", {"total_steps": 614_400})  # 80 updates.
+    score = podracer.recent_return(podracer.train(config).history)
+    assert score > 700, f"last 100 episodes {score:.0f}"
