@@ -41,6 +41,7 @@ from dm_env import specs
 from podracer.config.field_checks import is_whole_number
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.envs.suites.adapting import Settings
 
 # Importing brax prints "Failed to import warp" (mujoco.mjx, without its GPU extra) and warns that jaxopt is
 # deprecated; neither is the user's concern.
@@ -50,8 +51,6 @@ with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
     from brax.envs.wrappers.training import EpisodeWrapper
 
 DEFAULT_BACKEND = "spring"
-
-Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,8 +39,7 @@ from flax import struct
 from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-
-Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
+from podracer.envs.suites.adapting import Settings, hashable, strongly_typed
 
 
 @struct.dataclass
@@ -100,7 +99,7 @@ class GymnaxApiEnvironment(Environment):
     def reset(self, key: chex.PRNGKey) -> tuple[GymnaxApiState, ts.TimeStep]:
         key, reset_key = jax.random.split(key)
         observation, env_state = self.suite_env.reset_env(reset_key, self.params)
-        return GymnaxApiState(jax.tree.map(_strong_array, env_state), key), ts.restart(observation)
+        return GymnaxApiState(strongly_typed(env_state), key), ts.restart(observation)
 
     def step(self, state: GymnaxApiState, action: chex.Array) -> tuple[GymnaxApiState, ts.TimeStep]:
         key, step_key = jax.random.split(state.key)
@@ -108,7 +107,7 @@ class GymnaxApiEnvironment(Environment):
             step_key, state.env_state, action, self.params
         )
         terminated, truncated = self.episode_end(state.env_state, env_state, done, info)
-        env_state = jax.tree.map(_strong_array, env_state)
+        env_state = strongly_typed(env_state)
         return GymnaxApiState(env_state, key), ts.transition(observation, reward, terminated, truncated)
 
     @functools.cached_property
@@ -140,7 +139,7 @@ class GymnaxApiEnvironment(Environment):
         when a value has another type than the setting's default.
         """
         constructor = cls.constructor_arguments(task)
-        ours = {name: _hashable(value) for name, value in kwargs.items()}
+        ours = {name: hashable(value) for name, value in kwargs.items()}
         for name in set(ours) & set(constructor):
             if ours[name] is not None:  # None is often a constructor's "not given" (gymnax FrozenLake's map_name).
                 _check_type(f"{cls.suite} {task}'s {name}", ours[name], constructor[name])
@@ -195,15 +194,6 @@ def space_to_spec(space: Any, name: str, like: Any = None) -> Any:
     raise NotImplementedError(f"podracer cannot convert the {type(space).__name__} space {space!r} to a spec.")
 
 
-def _strong_array(leaf: Any) -> jax.Array:
-    """A leaf of a suite's state (often a Python number: `time=0`) as a typed array.
-
-    So the state's types do not change from reset to step (a `lax.scan` carry)
-    and `AutoReset` can select between a reset and a stepped state.
-    """
-    return jnp.asarray(leaf, jnp.result_type(leaf))
-
-
 def _check_type(what: str, value: Any, default: Any) -> None:
     """`ValueError` unless `value` has its default's type (where that is a bool, int, float or str)."""
     typed = matches_default_type(value, default)
@@ -214,8 +204,3 @@ def _check_type(what: str, value: Any, default: Any) -> None:
 def _like(value: Any, default: Any) -> Any:
     """An override as an array where the suite's default is one (gymnax Acrobot's `available_torque`)."""
     return jnp.asarray(value, default.dtype) if isinstance(default, jax.Array | np.ndarray) else value
-
-
-def _hashable(value: Any) -> Any:
-    """Lists (from a config) as tuples, so the adapter stays hashable and jitted functions can be cached."""
-    return tuple(_hashable(v) for v in value) if isinstance(value, list | tuple) else value

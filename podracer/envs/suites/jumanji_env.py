@@ -31,7 +31,8 @@ from stoa.env_adapters.jumanji import JumanjiToStoa
 
 from podracer.config.errors import ConfigError
 from podracer.envs import timestep as ts
-from podracer.envs.suites.stoa_env import StoaEnvironment, check_settings
+from podracer.envs.suites.adapting import check_settings
+from podracer.envs.suites.stoa_env import StoaEnvironment
 
 _COUNTS = ("time_limit", "num_rows", "num_cols", "board_size")  # Settings that must be whole numbers >= 1.
 

@@ -25,7 +25,8 @@ import jax.numpy as jnp
 import navix
 from stoa.env_adapters.navix import NavixToStoa
 
-from podracer.envs.suites.stoa_env import StoaEnvironment, check_settings
+from podracer.envs.suites.adapting import check_settings
+from podracer.envs.suites.stoa_env import StoaEnvironment
 
 _FIXED = ("height", "width", "observation_space", "action_space", "reward_space")  # Set by the task id and navix.
 

@@ -61,8 +61,8 @@ from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.actions import ACTION_MASK
 from podracer.envs.base import Environment
+from podracer.envs.suites.adapting import Settings
 
-Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
 OBSERVATION = "observation"
 
 

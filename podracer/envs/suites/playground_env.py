@@ -46,12 +46,11 @@ from mujoco_playground import dm_control_suite, locomotion, manipulation, regist
 from mujoco_playground._src import mjx_env
 
 from podracer.config.field_checks import matches_default_type
+from podracer.envs.suites.adapting import Settings, hashable
 from podracer.envs.suites.brax_env import EpisodeWrapper, EpisodicEnvironment, check_episode_settings, with_episodes
 
 DEFAULT_IMPL = "jax"
 IMPLS = tuple(impl.value for impl in mjx.Impl)
-
-Settings = tuple[tuple[str, Any], ...]  # Sorted (dotted config field, value) pairs: hashable keyword arguments.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +96,7 @@ def make(task: str, **kwargs: Any) -> PlaygroundEnvironment:
         overrides.setdefault("impl", DEFAULT_IMPL)
     settings = {**defaults, **overrides}
     check_episode_settings(f"playground {task}", settings["episode_length"], settings["action_repeat"])
-    env = PlaygroundEnvironment(task, tuple(sorted((name, _hashable(value)) for name, value in overrides.items())))
+    env = PlaygroundEnvironment(task, tuple(sorted((name, hashable(value)) for name, value in overrides.items())))
     env.episode_env  # noqa: B018 (builds it)
     return env
 
@@ -142,8 +141,3 @@ def _flatten(settings: Mapping | ConfigDict, prefix: str = "") -> dict[str, Any]
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def _hashable(value: Any) -> Any:
-    """Lists (from a config) as tuples, so the adapter stays hashable and jitted functions can be cached."""
-    return tuple(_hashable(v) for v in value) if isinstance(value, list | tuple) else value

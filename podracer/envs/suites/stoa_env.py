@@ -37,17 +37,14 @@ from typing import Any
 
 import chex
 import jax
-import jax.numpy as jnp
 import numpy as np
 from dm_env import specs
 from stoa import spaces
 from stoa.environment import Environment as StoaEnv
 
-from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-
-Settings = tuple[tuple[str, Any], ...]  # Sorted (name, value) pairs: hashable keyword arguments.
+from podracer.envs.suites.adapting import Settings, strongly_typed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,13 +62,13 @@ class StoaEnvironment(Environment):
 
     def reset(self, key: chex.PRNGKey) -> tuple[Any, ts.TimeStep]:
         state, timestep = self.stoa_env.reset(key)
-        return _strong(state), ts.restart(as_nest(timestep.observation))
+        return strongly_typed(state), ts.restart(as_nest(timestep.observation))
 
     def step(self, state: Any, action: chex.Array) -> tuple[Any, ts.TimeStep]:
         state, timestep = self.stoa_env.step(state, action)
         last = timestep.last()
         terminated = last & (timestep.discount == 0)
-        return _strong(state), ts.transition(as_nest(timestep.observation), timestep.reward, terminated, last)
+        return strongly_typed(state), ts.transition(as_nest(timestep.observation), timestep.reward, terminated, last)
 
     @functools.cached_property
     def _observation_shapes(self) -> Any:
@@ -124,31 +121,6 @@ def space_to_spec(space: spaces.Space, name: str, like: Any = None) -> Any:
     return specs.Array(shape, dtype, name=name)
 
 
-def check_settings(
-    suite: str, task: str, kwargs: dict[str, Any], defaults: dict[str, Any], counts: tuple[str, ...] = ()
-) -> Settings:
-    """`kwargs` as hashable settings, once each is one of `defaults` with a value of its default's type.
-
-    Raises `ValueError` naming the accepted names for an unknown keyword, and
-    the wanted type for an ill-typed value; `counts` name settings that must be
-    whole numbers >= 1 (time limits, sizes). Lists (from a config) become tuples.
-    """
-    unknown = sorted(set(kwargs) - set(defaults))
-    if unknown:
-        raise ValueError(f"{suite} {task} has no setting {', '.join(unknown)}: it accepts {sorted(defaults)}")
-    settings = {name: _hashable(value) for name, value in kwargs.items()}
-    for name, value in settings.items():
-        if name in counts:
-            ok, wanted = is_whole_number(value, 1), "a whole number >= 1"
-        elif (typed := matches_default_type(value, defaults[name])) is not None:
-            ok, wanted = typed
-        else:  # A default of another kind (a generator, a function): the suite checks it.
-            continue
-        if not ok:
-            raise ValueError(f"{suite} {task}'s {name} must be {wanted}, got {value!r}.")
-    return tuple(sorted(settings.items()))
-
-
 @functools.lru_cache(maxsize=64)
 def _stoa_env(build: Callable[..., StoaEnv], task: str, settings: Settings) -> StoaEnv:
     """The stoa environment of `task`, built once per builder, task and settings.
@@ -158,23 +130,3 @@ def _stoa_env(build: Callable[..., StoaEnv], task: str, settings: Settings) -> S
     """
     with jax.ensure_compile_time_eval():
         return build(task, **dict(settings))
-
-
-def _strong(state: Any) -> Any:
-    """A state with strongly typed leaves (suites build some from Python numbers, `jnp.asarray(0.0)`).
-
-    So a state's types are the same after reset and after any step: a stable
-    `lax.scan` carry, and one `AutoReset` can select between. PRNG keys stay as they are.
-    """
-
-    def strong(leaf: Any) -> Any:
-        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-            return leaf
-        return jnp.asarray(leaf, jnp.result_type(leaf))
-
-    return jax.tree.map(strong, state)
-
-
-def _hashable(value: Any) -> Any:
-    """Lists as tuples, so adapters stay hashable and jitted functions can be cached."""
-    return tuple(_hashable(v) for v in value) if isinstance(value, list | tuple) else value

@@ -22,7 +22,8 @@ from typing import Any
 import xminigrid
 from stoa.env_adapters.xminigrid import XMiniGridToStoa
 
-from podracer.envs.suites.stoa_env import StoaEnvironment, check_settings
+from podracer.envs.suites.adapting import check_settings
+from podracer.envs.suites.stoa_env import StoaEnvironment
 
 _COUNTS = ("max_steps", "height", "width", "view_size")  # Settings that must be whole numbers >= 1.
 
