@@ -80,6 +80,7 @@ def train(argv: Sequence[str]) -> int:
     from podracer.config.errors import ConfigError
     from podracer.config.loading import load
     from podracer.experiment.train import train as train_run
+    from podracer.run.contract import recent_return
     from podracer.run.finite import NonFiniteError
     from podracer.run.progress import ProgressBar
     from podracer.run.stopping import StoppedBySignal
@@ -103,8 +104,8 @@ def train(argv: Sequence[str]) -> int:
         print(
             f"done: {result.steps:,} steps on {count(jax.device_count(), 'device')} in "
             f"{count(jax.process_count(), 'process', 'processes')}, "
-            f"mean episode return {final['mean_episode_return']:.3f}, {final['steps_per_second']:,.0f} steps/s"
-            + (f"; logs in {workdir}" if workdir else "")
+            f"mean episode return {recent_return(result.history):.3f} (the last 100 episodes), "
+            f"{final['steps_per_second']:,.0f} steps/s" + (f"; logs in {workdir}" if workdir else "")
         )
     return 0
 
