@@ -5,6 +5,8 @@
 #
 #   scripts/gpu_rows.sh [python]     # run from the repository root, with podracer importable by that python
 #
+# Needs podracer's dependencies and the craftax extra; the Pong row needs envpool with its asset packages
+# (envpool 1.2.5 reads MyoSuite metadata from envpool-assets-mujoco-large when it builds any task).
 # Every run is short (a few seconds to a minute of training after its compilation) and bounded by `timeout`, so
 # one failing row does not take the others with it.
 set -u

@@ -12,7 +12,7 @@ from podracer.agents import dqn, normalization, policy
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK
 
-A, B, SAMPLES = 6, 64, 200
+A, B, SAMPLES = 6, 32, 64
 OBSERVATION_SPEC = {
     "board": specs.Array((3, 3, 2), np.float32, "board"),
     "features": specs.Array((4,), np.float32, "features"),

@@ -27,14 +27,11 @@ SUITE_NAMES = [
     "gymnax:FrozenLake-misc",  # Discrete observations.
     "brax:inverted_pendulum",
     "pgx:tic_tac_toe",  # Two players, an action mask; random actions may be illegal, which ends the game.
-    "pgx:2048",  # Random tiles.
-    "jumanji:Snake-v1",  # Structured observations with an action mask, through stoa.
-    "jumanji:Game2048-v1",
+    "jumanji:Game2048-v1",  # Structured observations with an action mask, through stoa.
     "navix:Navix-Empty-5x5-v0",
     "xminigrid:MiniGrid-Empty-8x8",
     "playground:PendulumSwingup",  # MuJoCo physics; ends at the time limit only.
-    "craftax:Craftax-Classic-Symbolic-v1",
-    "popgym_arcade:CartPoleEasy",  # Images.
+    "popgym_arcade:CartPoleEasy",  # Images, through gymnax's adapter (Craftax's too, tested step by step).
 ]
 # Compiling brax's and MuJoCo's physics takes seconds; Jumanji's import and the grid worlds' compilations several.
 SLOW_NAMES = {name for name in SUITE_NAMES if not name.startswith(("gymnax:", "pgx:tic"))}

@@ -18,6 +18,8 @@ from dm_env import specs
 from podracer.envs import FIRST, LAST, MID
 from podracer.envs.suites import craftax_env
 
+pytestmark = pytest.mark.slow  # The whole file: see conftest.py.
+
 TASK = "Craftax-Classic-Symbolic-v1"
 LIMIT = 8  # max_timesteps of the stepped environment: its episodes are truncated after 8 steps.
 NOOP = 0  # Craftax's action 0: the player stays where it is.

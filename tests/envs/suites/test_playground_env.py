@@ -14,6 +14,8 @@ from podracer.envs import FIRST, LAST, MID
 from podracer.envs.suites import playground_env
 from podracer.envs.wrappers import Batched
 
+pytestmark = pytest.mark.slow  # The whole file: see conftest.py.
+
 mujoco_playground = playground_env.mujoco_playground
 dm_control_suite = playground_env.dm_control_suite
 

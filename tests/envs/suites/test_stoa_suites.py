@@ -19,6 +19,8 @@ from podracer.envs import FIRST, LAST, MID, AutoReset
 from podracer.envs.actions import ACTION_MASK
 from podracer.envs.suites import jumanji_env, navix_env, stoa_env, xminigrid_env
 
+pytestmark = pytest.mark.slow  # The whole file: see conftest.py.
+
 KEY = jax.random.key(0)
 JUMANJI_LAST = int(jumanji.types.StepType.LAST)
 XMINIGRID_LAST = int(xminigrid.types.StepType.LAST)
