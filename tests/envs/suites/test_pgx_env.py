@@ -200,6 +200,7 @@ def test_adapters_are_hashable_values():
         a.task = "othello"
 
 
+@pytest.mark.slow  # Traces 16 games: about 40 s.
 @pytest.mark.parametrize("task", [t for t in TASKS if t not in SLOW])  # The slow ones cost 25 s of the test budget.
 def test_every_game_has_specs_before_stepping_that_its_moves_meet(task):
     """Specs equal Pgx's own first state's; a move keeps the state's types (a `lax.scan` carry) and the specs.

@@ -79,6 +79,7 @@ def test_a_missing_suite_names_its_pip_extra(monkeypatch, prefix, module):
         ("pgx:tic_tac_to", "did you mean pgx:tic_tac_toe"),
     ],
 )
+@pytest.mark.slow  # Imports every suite: about 10 s.
 def test_an_unknown_task_of_each_suite_names_the_closest(name, hint):
     with pytest.raises(ConfigError, match=hint) as error:
         envs.check(name, host=False)
