@@ -32,11 +32,11 @@ run: $(VENV)/.installed
 
 # The whole suite, learning tests included, after the lint and format checks and the docs' strict build.
 test: lint docs
-	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS)
 
 # Everything but the tests marked slow (learning tests, big compiles), for quick loops.
 test-fast: lint docs
-	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist load -m "not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -124,3 +124,9 @@ def _children_end_with_their_test():
 
     yield
     helpers.end_children()
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Runs the slow tests first (otherwise in the order collected), so that with `--dist load` the workers share them
+    from the start and finish together on short tests, instead of one worker ending the suite alone in a long test."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

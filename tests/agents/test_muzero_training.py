@@ -9,16 +9,19 @@ import podracer
 from tests.helpers import last_json_line, load_config, run_module
 
 
-@pytest.mark.slow  # About 25 s.
+@pytest.mark.slow  # About 30 s.
 def test_muzero_learns_catch_on_anakin():
     result = podracer.train(load_config("anakin_catch_muzero"))
-    assert result.history[-1]["mean_episode_return"] >= 0.9
+    assert podracer.recent_return(result.history) >= 0.9  # About 0.97; a random policy scores -0.6.
 
 
-@pytest.mark.slow  # About 60 s.
+@pytest.mark.slow  # About 40 s.
 def test_muzero_learns_cartpole_on_sebulba():
-    result = podracer.train(load_config("sebulba_cartpole_muzero", seed=1))  # Seeds 0-9 end at 494-500 here.
-    assert result.history[-1]["mean_episode_return"] >= 400
+    """Seed 1 reaches 400 within 50K steps; 92,160 of the config's 160K steps (180 updates) end at about 460.
+
+    The whole budget ends seeds 0-9 at 494-500 here.
+    """
+    result = podracer.train(load_config("sebulba_cartpole_muzero", seed=1, total_steps=92_160))
     assert podracer.recent_return(result.history) >= 400
 
 
