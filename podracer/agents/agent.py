@@ -6,6 +6,7 @@
     learn(learner_state, trajectory, key, axis_name) -> (learner_state, metrics)
     acting_params(learner_state) -> params
     initial_state(batch_size) -> state                                    # recurrent only
+    greedy_act(...)  -> as act, the most likely action                    # optional
 
 Anakin's compiled program and Sebulba's actor threads both act through
 `act_with_state` (which calls `act` either way), and both learn through
@@ -60,6 +61,10 @@ class Agent:
       schedule's step).
     - `initial_state`: None for a feed-forward agent; for a recurrent one,
       the state `[B, ...]` of `batch_size` environments before their first step.
+    - `greedy_act`: `act`'s signature, choosing the policy's most likely action
+      (the argmax, a Gaussian's mean, no exploration) instead of sampling; what
+      evaluation with `evaluation.greedy` and a greedy exported policy play.
+      Optional: an agent without one is evaluated and exported sampling.
     """
 
     init: Callable[[chex.PRNGKey, Any, Any], Any]
@@ -67,6 +72,7 @@ class Agent:
     learn: Callable[[Any, Trajectory, chex.PRNGKey, str | None], tuple[Any, dict]]
     acting_params: Callable[[Any], Any]
     initial_state: Callable[[int], Any] | None = None
+    greedy_act: Callable[..., tuple] | None = None
 
     @property
     def recurrent(self) -> bool:
@@ -76,13 +82,19 @@ class Agent:
         """The recurrent state of `batch_size` fresh environments; `()` (no arrays at all) for a feed-forward agent."""
         return self.initial_state(batch_size) if self.recurrent else ()
 
-    def act_with_state(self, params: Any, timestep: TimeStep, state: Any, key: chex.PRNGKey) -> tuple[Any, Any, Any]:
+    def act_with_state(
+        self, params: Any, timestep: TimeStep, state: Any, key: chex.PRNGKey, greedy: bool = False
+    ) -> tuple[Any, Any, Any]:
         """`(action, extras, state)`: the one way the architectures act, for either kind of agent.
 
         A feed-forward agent's `act` sees only the observation, and its state
         `()` passes through: the compiled program is the one it always was.
+        `greedy` acts with `greedy_act` (evaluation, exported greedy policies).
         """
+        act = self.greedy_act if greedy else self.act
+        if act is None:
+            raise ValueError("this agent has no greedy_act: evaluate or export it sampling (greedy=False)")
         if self.recurrent:
-            return self.act(params, timestep, state, key)
-        action, extras = self.act(params, timestep.observation, key)
+            return act(params, timestep, state, key)
+        action, extras = act(params, timestep.observation, key)
         return action, extras, state

@@ -41,6 +41,7 @@ averaging (Lillicrap et al. 2016). `act` is epsilon-greedy, epsilon decaying
 linearly from `epsilon_start` to `epsilon_end` over the first
 `epsilon_fraction` of the run's `learn` calls; its extras are the Q-values
 (and a recurrent DQN's state), of which the buffer keeps only the state.
+`greedy_act` is `act` with epsilon 0: the argmax of the (legal) Q-values.
 """
 
 from typing import Any
@@ -258,12 +259,14 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state, metrics = replayed_learn(state, recurrent_replay.kept_extras(trajectory), key, axis_name)
         return state, {**metrics, "epsilon": epsilon(learn_calls)}
 
+    sampling_act = act if config.network.core == "none" else recurrent_act
     return Agent(
         init=init,
-        act=act if config.network.core == "none" else recurrent_act,
+        act=sampling_act,
         learn=learn,
         acting_params=acting_params,
         initial_state=recurrent_state(config.network),
+        greedy_act=lambda params, *args: sampling_act(params.replace(epsilon=jnp.zeros_like(params.epsilon)), *args),
     )
 
 

@@ -228,11 +228,13 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state = state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
         return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
 
+    act = search.make_act(agent_config, agent_config.gamma)
     return Agent(
         init=init,
-        act=search.make_act(agent_config, agent_config.gamma),
+        act=act,
         learn=replay.make_learn(replay_setup, gradient_step),
         acting_params=lambda state: state.params,
+        greedy_act=search.greedy(act),
     )
 
 

@@ -72,12 +72,14 @@ def network_agent(config: ConfigDict, optimizer: optax.GradientTransformation, l
     def acting_params(state: LearnerState) -> networks.NetworkParams:
         return state.params.replace(observation_statistics=state.normalizers.observations)
 
+    sampling_act, greedy_act = acts(config.network)
     return Agent(
         init=init,
-        act=act if config.network.core != "none" else feed_forward_act,
+        act=sampling_act,
         learn=normalizing_learn,
         acting_params=acting_params,
         initial_state=recurrent_state(config.network),
+        greedy_act=greedy_act,
     )
 
 
@@ -125,18 +127,27 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agen
     return network_agent(config, optimizer, learn)
 
 
+def acts(network_config: ConfigDict) -> tuple[Callable, Callable]:
+    """`(act, greedy_act)` of the network `network_config` describes: sampling its policy head, or taking its mode."""
+    base = feed_forward_act if network_config.core == "none" else act
+    return functools.partial(base, choose=policy.sample), functools.partial(base, choose=policy.mode)
+
+
 def act(
-    params: networks.NetworkParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
+    params: networks.NetworkParams, timestep: TimeStep, state: Any, key: chex.PRNGKey, choose: Callable = policy.sample
 ) -> tuple[chex.Array, dict, Any]:
-    """A sample of the policy head per environment, and the core's next state; the head's outputs are the extras."""
+    """An action per environment `choose`n from the policy head (a sample, or the mode), and the core's next state;
+    the head's outputs are the extras."""
     state, (outputs, _) = params.step(state, timestep.observation, timestep.step_type == FIRST)
-    return policy.sample(key, outputs), outputs, state
+    return choose(key, outputs), outputs, state
 
 
-def feed_forward_act(params: networks.NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+def feed_forward_act(
+    params: networks.NetworkParams, observation: Any, key: chex.PRNGKey, choose: Callable = policy.sample
+) -> tuple[chex.Array, dict]:
     """`act` of a network with no core: the policy of each observation alone."""
     _, (outputs, _) = params.step((), observation)
-    return policy.sample(key, outputs), outputs
+    return choose(key, outputs), outputs
 
 
 def hyperparameters(agent_config: ConfigDict) -> dict:

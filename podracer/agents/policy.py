@@ -58,6 +58,18 @@ def sample(key: chex.PRNGKey, outputs: dict) -> chex.Array:
     return jax.vmap(jax.random.categorical)(key, outputs["logits"]).astype(jnp.int32)
 
 
+def mode(key: chex.PRNGKey, outputs: dict) -> chex.Array:
+    """The most likely action per environment, shaped and typed as `sample`'s: argmax of the logits (an illegal
+    action's masked logit never wins), or a Gaussian's mean. `key` is unused: it keeps `sample`'s signature, so
+    the two are interchangeable wherever an agent chooses its action."""
+    del key
+    if is_gaussian(outputs):
+        chex.assert_rank(outputs["mean"], 2)
+        return outputs["mean"]
+    chex.assert_rank(outputs["logits"], 2)
+    return jnp.argmax(outputs["logits"], axis=-1).astype(jnp.int32)
+
+
 def log_prob(outputs: dict, action: chex.Array) -> chex.Array:
     """log pi(action), `[...]`: integer actions `[...]` (categorical) or real actions `[..., D]` (Gaussian).
 

@@ -136,3 +136,14 @@ def make_act(agent_config: ConfigDict, gamma: float) -> Callable:
         return action.astype(jnp.int32), {"search_policy": search_policy, "root_value": root_value}
 
     return act
+
+
+def greedy(act: Callable) -> Callable:
+    """MuZero's `greedy_act`: the same search, then the action it weighs most (the argmax of the search policy,
+    visit counts or Gumbel MuZero's improved policy) rather than the action the search draws."""
+
+    def greedy_act(params: NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+        _, extras = act(params, observation, key)
+        return jnp.argmax(extras["search_policy"], axis=-1).astype(jnp.int32), extras
+
+    return greedy_act

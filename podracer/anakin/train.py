@@ -23,12 +23,13 @@ from ml_collections import ConfigDict
 from podracer import agents, envs
 from podracer.agents import Agent
 from podracer.anakin import settings
+from podracer.anakin.evaluation import make_evaluate
 from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
 from podracer.config import population
 from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
 from podracer.envs.registry import with_config_kwargs
-from podracer.run import budget, finite
+from podracer.run import budget, evaluation, finite
 from podracer.run.checkpoints import Checkpointer, agree
 from podracer.run.contract import Callback, RunLog, TrainResult, episode_summary
 from podracer.run.metrics_writer import MEMBERS
@@ -52,6 +53,7 @@ class AnakinRun:
     steps_per_update: int  # Environment steps per update (per member), over every device.
     state: AnakinState
     dispatch: Callable  # The compiled program: (state, hyperparameters, updates) -> (state, outputs).
+    evaluate: Callable | None  # The compiled evaluation (`podracer.anakin.evaluation`); None without evaluation.
     compile_seconds: float
     update: int = 0  # Updates done: a resumed checkpoint's, then each dispatch's.
 
@@ -95,10 +97,13 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     Once all of that has worked, says in one line when `total_steps` is not a whole number of updates.
     """
     mesh = device_mesh(anakin_devices(config))
-    training_env = envs.wrap_for_training(env or with_config_kwargs(config, envs.make, config.env.name))
+    env = env or with_config_kwargs(config, envs.make, config.env.name)
+    training_env = envs.wrap_for_training(env)
     num_updates = settings.num_updates(config)
     make_agent = functools.partial(agents.make, num_updates=num_updates)
-    agent_for = population.member_agents(config, agent or make_agent(config), make_agent)
+    agent = agent or make_agent(config)
+    evaluation.check_agent(config, agent)  # Before anything compiles.
+    agent_for = population.member_agents(config, agent, make_agent)
     members, hyperparameters = population.size(config), population.hyperparameters(config)
 
     compile_start = time.perf_counter()
@@ -123,6 +128,9 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
         return program.lower(abstract_state, varied, np.int32(updates_per_dispatch)).compile()
 
     dispatch = population.naming_fixed_fields(compile_dispatch, hyperparameters)
+    evaluate = None
+    if evaluation.enabled(config):
+        evaluate = make_evaluate(env, agent_for, config, mesh, abstract_state, hyperparameters, members)
     state = init(key, hyperparameters)
     if (note := settings.rounding_note(config)) and is_chief():
         print(note, file=sys.stderr)
@@ -137,6 +145,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
         steps_per_update=settings.steps_per_update(config),
         state=state,
         dispatch=dispatch,
+        evaluate=evaluate,
         compile_seconds=time.perf_counter() - compile_start,
     )
 
@@ -171,12 +180,27 @@ def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer)
             record["steps_per_second"] = updates * run.steps_per_update * max(run.members, 1) / (now - last_time)
             if first_record:  # Of this process: a resumed run compiled again.
                 record["compile_seconds"], first_record = run.compile_seconds, False
+            evaluate_if_due(run, record, run.update * run.steps_per_update, run.update + updates >= run.num_updates)
             log.report(record, run.state)
             for member, (member_metrics, member_flags) in enumerate(members_of((metrics, flags), run.members)):
                 finite.check(run.update + 1, member_metrics, member_flags, member if run.members else None)
             run.update += updates
             save_and_stop(run, checkpointer, record, stop_requests, now - dispatch_start)
             last_time = time.perf_counter()
+
+
+def evaluate_if_due(run: AnakinRun, record: dict, previous_step: int, final: bool) -> None:
+    """Adds an evaluation's fields to `record` (a population's to each member's) when one is due: a multiple of
+    `evaluation.every_steps` lies between the previous record and this one, or this is the run's last record."""
+    every = run.config.evaluation.every_steps
+    if run.evaluate is None or not evaluation.is_due(record["step"], evaluation.next_due(previous_step, every), final):
+        return
+    started = time.perf_counter()
+    outputs = run.evaluate(run.state.learner, run.hyperparameters)
+    member_records = record[MEMBERS] if run.members else [record]
+    for member_record, member_outputs in zip(member_records, members_of(outputs, run.members), strict=True):
+        member_record.update(evaluation.record_fields(*member_outputs))
+    record["eval_seconds"] = time.perf_counter() - started
 
 
 def save_and_stop(

@@ -149,3 +149,9 @@ def wrap_for_training(env: Environment, batched: bool = True) -> EpisodeStatisti
     """
     env = ClipActions(env)
     return EpisodeStatistics(AutoReset(Batched(env) if batched else env))
+
+
+def wrap_for_evaluation(env: Environment) -> Batched:
+    """A batch of `env` that plays one episode each (no auto-reset: the LAST timestep ends it), actions clipped to
+    their bounds as in training (`wrap_for_training`)."""
+    return Batched(ClipActions(env))

@@ -24,11 +24,13 @@ from podracer.agents import Agent, Trajectory
 from podracer.envs.host import HostEnvFactory, HostEnvironment
 from podracer.envs.registry import with_config_kwargs
 from podracer.envs.timestep import TimeStep
+from podracer.run import evaluation
 from podracer.runtime import per_device
 from podracer.runtime.device_split import sebulba_device_ids
 from podracer.runtime.distributed import is_chief
 from podracer.runtime.topology import REPLICATED, device_mesh, devices_by_id
 from podracer.sebulba import settings
+from podracer.sebulba.evaluation import make_evaluate
 from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update
 from podracer.sebulba.lifecycle import RunControl
 
@@ -57,6 +59,7 @@ class SebulbaRun:
     started: float  # When `build` began (time.perf_counter()).
     compile_seconds: float
     control: RunControl
+    evaluate: Callable | None  # The evaluation (`podracer.sebulba.evaluation`); None without evaluation.
     first_update: int = 0  # The update count the run starts from: a resumed checkpoint's.
     stopped_how: str = ""  # After a signal: whether the stop's checkpoint was written.
     threads: list[threading.Thread] = dataclasses.field(default_factory=list)
@@ -91,10 +94,12 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
     num_threads = len(actor_devices) * config.actor_threads_per_device
     first_thread = jax.process_index() * num_threads
     num_updates = settings.num_updates(config, num_threads)
+    make_env = make_env or functools.partial(with_config_kwargs, config, envs.host_factory(config.env.name))
     host_envs = make_envs(config, make_env, range(first_thread, first_thread + num_threads), resumes)
     try:
         stepping = settings.env_stepping(config, host_envs[0], actor_devices)
         agent = agent or agents.make(config, num_updates=num_updates * config.learner_minibatches)
+        evaluation.check_agent(config, agent)
         compiled = compile_learner(config, agent, host_envs[0], learner_mesh, num_threads, resumes)
     except BaseException:
         for host_env in host_envs:
@@ -120,15 +125,12 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         started=started,
         compile_seconds=compiled.seconds,
         control=RunControl(config.stall_timeout_seconds),
+        evaluate=make_evaluate(config, make_env, agent, actor_devices[0]) if evaluation.enabled(config) else None,
     )
 
 
-def make_envs(
-    config: ConfigDict, make_env: HostEnvFactory | None, threads: range, resumes: int
-) -> list[HostEnvironment]:
+def make_envs(config: ConfigDict, make_env: HostEnvFactory, threads: range, resumes: int) -> list[HostEnvironment]:
     """One batch of `config.envs_per_thread` host environments per actor thread; closes those made if one fails."""
-    if make_env is None:
-        make_env = functools.partial(with_config_kwargs, config, envs.host_factory(config.env.name))
     host_envs: list[HostEnvironment] = []
     try:
         for index in threads:

@@ -77,3 +77,28 @@ def test_every_builtin_agent_is_registered_with_defaults_and_checks():
         assert entry.name == name and "gamma" in entry.defaults() and entry.validate is not None
     with pytest.raises(ValueError, match="Unknown agent 'nope'"):
         agents.lookup("nope")
+
+
+@pytest.mark.parametrize(
+    ("name", "weighs"),
+    [
+        ("actor_critic", "logits"),
+        ("ppo", "logits"),
+        ("impala", "logits"),
+        ("dqn", "q_values"),
+        ("muzero", "search_policy"),
+    ],
+)
+def test_every_built_in_agents_greedy_act_takes_what_its_policy_weighs_most(name, weighs):
+    """`greedy_act` returns the argmax of the outputs `act` reports for the same observations (DQN: no epsilon)."""
+    config = podracer.defaults(name)
+    if name == "muzero":
+        config.agent.num_simulations = 4
+    env = envs.make("catch", rows=5)
+    agent = agents.make(config, num_updates=10)
+    state = agent.init(jax.random.key(0), env.observation_spec(), env.action_spec())
+    _, timestep = envs.wrap_for_training(env).reset(jax.random.split(jax.random.key(1), B))
+    keys, params = jax.random.split(jax.random.key(2), B), agent.acting_params(state)
+    action, extras, _ = agent.act_with_state(params, timestep, agent.state_for(B), keys, greedy=True)
+    np.testing.assert_array_equal(action, np.argmax(extras[weighs], axis=-1))
+    assert action.dtype == jnp.int32 and action.shape == (B,)

@@ -67,3 +67,13 @@ def test_categorical_samples_follow_the_probabilities():
 def test_unknown_outputs_are_refused():
     with pytest.raises(ValueError, match="policy outputs must have keys"):
         policy.entropy({"mean": jnp.zeros(2)})
+
+
+def test_the_mode_is_the_argmax_of_the_logits_or_the_gaussians_mean():
+    logits = jnp.array([[0.1, 2.0, -1.0], [3.0, 0.0, 2.9]])
+    key = jax.random.split(jax.random.key(0), 2)
+    np.testing.assert_array_equal(policy.mode(key, {"logits": logits}), [1, 0])
+    masked = policy.mask_illegal(logits, jnp.array([[True, False, True], [False, True, True]]))
+    np.testing.assert_array_equal(policy.mode(key, {"logits": masked}), [0, 2])
+    mean = jnp.array([[0.5, -2.0], [1.5, 0.0]])
+    np.testing.assert_array_equal(policy.mode(key, {"mean": mean, "log_std": jnp.zeros(2)}), mean)

@@ -1,0 +1,54 @@
+"""Sebulba's evaluation: host environments of its own, stepped by the main thread, acting on an actor device.
+
+The main thread, which writes the log records, plays the evaluation when one
+is due (`podracer.run.evaluation`), with the copy of the learner state the
+learner handed over with the record. It steps a batch of
+`evaluation.episodes` environments made by the run's own factory, created
+afresh with the same seed at every evaluation, and chooses their actions with
+one jitted act step on the first actor device. The actor threads and the
+learner go on meanwhile: nothing of theirs is read or changed.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from ml_collections import ConfigDict
+
+from podracer.agents import Agent
+from podracer.envs.actions import clip_to_spec
+from podracer.envs.host import HostEnvFactory
+from podracer.run import evaluation
+
+# Evaluation environments' seeds start here, far from any training environment's (`settings.env_seed`).
+SEED_OFFSET = 1 << 30
+
+
+def make_evaluate(
+    config: ConfigDict, make_env: HostEnvFactory, agent: Agent, device: jax.Device
+) -> Callable[[Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`evaluate(learner_state) -> (returns, lengths, ended)`, numpy `[episodes]`, one episode per environment."""
+    settings = config.evaluation
+    # Jitted programs run where their committed inputs are: the parameters and keys, put on `device`.
+    act = jax.jit(
+        lambda params, timestep, state, keys: agent.act_with_state(params, timestep, state, keys, settings.greedy)
+    )
+    keys = jax.device_put(jax.random.split(jax.random.key(settings.seed), settings.episodes), device)
+    step_keys = jax.jit(jax.vmap(jax.random.fold_in, (0, None)))
+
+    def evaluate(learner_state: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        params = jax.device_put(agent.acting_params(learner_state), device)
+        env = make_env(settings.episodes, SEED_OFFSET + settings.seed)
+        try:
+            timestep, agent_state = env.reset(), jax.device_put(agent.state_for(settings.episodes), device)
+            totals, t = evaluation.initial_totals(settings.episodes, np), 0
+            while t < settings.max_steps and not totals[2].all():
+                action, _, agent_state = act(params, timestep, agent_state, step_keys(keys, t))
+                timestep = env.step(np.asarray(clip_to_spec(action, env.action_spec())))
+                totals, t = evaluation.tally(totals, timestep, np), t + 1
+        finally:
+            env.close()
+        return totals
+
+    return evaluate
