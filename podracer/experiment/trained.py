@@ -1,0 +1,141 @@
+"""A trained agent read back from a run's workdir: its config, its agent and environment, its acting parameters.
+
+`load(workdir)` is what `podracer evaluate` and `podracer export` start from.
+It reads the newest readable checkpoint (or the one asked for), takes the
+resolved config the checkpoint was written with, rebuilds the agent and the
+environment that config names, and restores the agent's learner state, and
+nothing else of the training state: the environments' states and the keys are
+not needed to act, and a replay buffer split over the training devices is
+read as it was written, whatever the devices here. A population's member is
+chosen by its index.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+from ml_collections import ConfigDict
+
+from podracer import agents, envs
+from podracer.agents import Agent
+from podracer.anakin import settings as anakin_settings
+from podracer.config import population
+from podracer.config.errors import ConfigError
+from podracer.envs.registry import with_config_kwargs
+from podracer.experiment import schema
+from podracer.run.checkpoints import FOLDER
+from podracer.runtime.device_split import sebulba_device_ids
+from podracer.sebulba import settings as sebulba_settings
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedAgent:
+    """What a workdir's checkpoint holds of the agent, rebuilt to act."""
+
+    config: ConfigDict  # The run's resolved config (a population member's, for a population).
+    agent: Agent
+    acting_params: Any  # `agent.acting_params(learner_state)`, on the default device.
+    step: int  # The environment steps the checkpoint had taken.
+    checkpoint: str  # Its folder.
+
+    def make_env(self, num_envs: int = 1, seed: int = 0) -> Any:
+        """The run's environment: a pure-JAX `Environment` for Anakin, a batch of `num_envs` host ones for Sebulba."""
+        if self.config.architecture == "anakin":
+            return with_config_kwargs(self.config, envs.make, self.config.env.name)
+        return with_config_kwargs(self.config, envs.host_factory(self.config.env.name), num_envs, seed)
+
+
+def load(workdir: str, checkpoint: int | None = None, member: int | None = None) -> TrainedAgent:
+    """The agent of `workdir`'s newest checkpoint (or of update `checkpoint`), ready to act.
+
+    Raises `ConfigError` naming `workdir`, `checkpoint` or `member` when there
+    is no such run, checkpoint or member.
+    """
+    folder = os.path.join(workdir, FOLDER)
+    updates = sorted((int(name) for name in _listing(folder) if name.isdigit()), reverse=True)
+    if not updates:
+        raise ConfigError("workdir", f"{workdir!r} holds no checkpoint", "give the --workdir of a podracer train run")
+    if checkpoint is not None and checkpoint not in updates:
+        raise ConfigError("checkpoint", f"{folder} has no checkpoint {checkpoint}", f"choose one of {updates}")
+    path = os.path.join(folder, str(checkpoint if checkpoint is not None else updates[0]))
+    manager = ocp.CheckpointManager(folder, item_names=("state", "meta"))
+    try:
+        items = ocp.args.Composite(state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore())
+        restored = manager.restore(int(os.path.basename(path)), args=items)
+    finally:
+        manager.close()
+    config = from_dict(restored.meta["config"])
+    config, learner = _member(config, restored.state["learner"], member)
+    agent = agents.make(config, num_updates=_num_updates(config))
+    env = envs.make(config.env.name) if config.architecture == "anakin" else None
+    spec_env = env or envs.host_factory(config.env.name)(1, 0)
+    try:
+        specs = spec_env.observation_spec(), spec_env.action_spec()
+        like = jax.eval_shape(lambda key: agent.init(key, *specs), jax.random.key(0))
+    finally:
+        if env is None:
+            spec_env.close()
+    learner = _as_tree(learner, like)
+    return TrainedAgent(config, agent, agent.acting_params(learner), int(restored.meta["step"]), path)
+
+
+def from_dict(saved: dict) -> ConfigDict:
+    """The ConfigDict a checkpoint's `config` (its `to_dict()`) was: `defaults` for its agent and architecture,
+    with every saved value set and JSON's lists read back as tuples."""
+    config = schema.defaults(saved["agent"]["name"], saved["architecture"])
+    config.unlock()
+    config.update(_tuples(saved))
+    return config
+
+
+def _as_tree(saved: Any, like: Any) -> Any:
+    """The arrays of `saved` (orbax's nested dicts and lists, read without a target) in the tree structure of `like`,
+    each found by its path; typed random keys wrapped again (`checkpoints.to_savable` stored their data)."""
+
+    def find(path: tuple, reference: Any) -> Any:
+        node = saved
+        for entry in path:
+            node = node[getattr(entry, "name", getattr(entry, "key", getattr(entry, "idx", None)))]
+        if jax.dtypes.issubdtype(reference.dtype, jax.dtypes.prng_key):
+            return jax.random.wrap_key_data(node, impl=jax.random.key_impl(jax.random.key(0)))
+        return jax.numpy.asarray(node)
+
+    return jax.tree_util.tree_map_with_path(find, like)
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _tuples(item) for key, item in value.items()}
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
+
+
+def _member(config: ConfigDict, learner: Any, member: int | None) -> tuple[ConfigDict, Any]:
+    """A single run's config and learner state, or a population member's (its slice of every leaf)."""
+    members = population.size(config)
+    if not members:
+        if member is not None:
+            raise ConfigError("member", "this run is not a population", "leave --member out")
+        return config, learner
+    if member is None or not 0 <= member < members:
+        raise ConfigError(
+            "member", f"the run is a population of {members} members", f"pass --member 0 to {members - 1}"
+        )
+    return population.member(config, member), jax.tree.map(lambda x: x[member], learner)
+
+
+def _num_updates(config: ConfigDict) -> int:
+    """The `learn` calls the run's agent was built for (its schedules, DQN's epsilon, read them)."""
+    if config.architecture == "anakin":
+        return anakin_settings.num_updates(config)
+    actor_ids, _ = sebulba_device_ids(config)
+    threads = len(actor_ids) * config.actor_threads_per_device
+    return sebulba_settings.num_updates(config, threads) * config.learner_minibatches
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
