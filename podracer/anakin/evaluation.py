@@ -21,6 +21,7 @@ from ml_collections import ConfigDict
 
 from podracer.anakin.program import AgentFor, AnakinState, over_members, state_specs
 from podracer.envs.base import Environment
+from podracer.envs.jax_on_host import evaluation_keys
 from podracer.envs.wrappers import wrap_for_evaluation
 from podracer.run import evaluation
 from podracer.runtime import per_device
@@ -32,7 +33,7 @@ def play_episodes(
 ) -> tuple[chex.Array, chex.Array, chex.Array]:
     """`(returns, lengths, ended)`, each `[B]`: one episode per key `[B]` of the batched `env`, acted on by `agent`
     (`evaluation.tally`)."""
-    reset_keys, act_keys = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+    reset_keys, act_keys = evaluation_keys(keys)
     env_state, timestep = env.reset(reset_keys)
     totals = evaluation.initial_totals(keys.shape[0], jnp)
     initial = (jnp.int32(0), env_state, timestep, agent.state_for(keys.shape[0]), totals)
@@ -43,16 +44,13 @@ def play_episodes(
 
     def step(carry):
         t, env_state, timestep, agent_state, totals = carry
-        action, _, agent_state = agent.act_with_state(params, timestep, agent_state, step_keys(act_keys, t), greedy)
+        action, _, agent_state = agent.act_with_state(
+            params, timestep, agent_state, evaluation.step_keys(act_keys, t), greedy
+        )
         env_state, timestep = env.step(env_state, action)
         return t + 1, env_state, timestep, agent_state, evaluation.tally(totals, timestep)
 
     return jax.lax.while_loop(playing, step, initial)[-1]
-
-
-def step_keys(keys: chex.PRNGKey, t: jax.Array) -> chex.PRNGKey:
-    """Each environment's key `[B]` for step `t` of an evaluation: the same at every evaluation of a run."""
-    return jax.vmap(jax.random.fold_in, (0, None))(keys, t)
 
 
 def make_evaluate(

@@ -20,6 +20,7 @@ An evaluation runs at the first log record at or after each multiple of
 import math
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from ml_collections import ConfigDict
@@ -93,6 +94,12 @@ def tally(totals: tuple, timestep: Any, xp: Any = jnp) -> tuple:
     returns = returns + xp.where(ended, 0.0, timestep.reward)
     lengths = lengths + xp.where(ended, 0, 1)
     return returns, lengths, ended | (timestep.step_type == LAST)
+
+
+@jax.jit
+def step_keys(keys: jax.Array, t: int) -> jax.Array:
+    """Each environment's key `[B]` for step `t` of an evaluation, from its acting key: the same at every evaluation."""
+    return jax.vmap(jax.random.fold_in, (0, None))(keys, t)
 
 
 def record_fields(returns: np.ndarray, lengths: np.ndarray, finished: np.ndarray) -> dict:

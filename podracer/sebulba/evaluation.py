@@ -18,7 +18,8 @@ from ml_collections import ConfigDict
 
 from podracer.agents import Agent
 from podracer.envs.actions import clip_to_spec
-from podracer.envs.host import HostEnvFactory
+from podracer.envs.host import HostEnvFactory, HostEnvironment
+from podracer.envs.timestep import TimeStep
 from podracer.run import evaluation
 
 # Evaluation environments' seeds start here, far from any training environment's (`settings.env_seed`).
@@ -35,20 +36,35 @@ def make_evaluate(
         lambda params, timestep, state, keys: agent.act_with_state(params, timestep, state, keys, settings.greedy)
     )
     keys = jax.device_put(jax.random.split(jax.random.key(settings.seed), settings.episodes), device)
-    step_keys = jax.jit(jax.vmap(jax.random.fold_in, (0, None)))
 
     def evaluate(learner_state: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        params = jax.device_put(agent.acting_params(learner_state), device)
         env = make_env(settings.episodes, SEED_OFFSET + settings.seed)
         try:
-            timestep, agent_state = env.reset(), jax.device_put(agent.state_for(settings.episodes), device)
-            totals, t = evaluation.initial_totals(settings.episodes, np), 0
-            while t < settings.max_steps and not totals[2].all():
-                action, _, agent_state = act(params, timestep, agent_state, step_keys(keys, t))
-                timestep = env.step(np.asarray(clip_to_spec(action, env.action_spec())))
-                totals, t = evaluation.tally(totals, timestep, np), t + 1
+            params = jax.device_put(agent.acting_params(learner_state), device)
+            return play_host_episodes(env, act, params, agent.state_for(settings.episodes), keys, settings.max_steps)
         finally:
             env.close()
-        return totals
 
     return evaluate
+
+
+def play_host_episodes(
+    env: HostEnvironment,
+    act: Callable,
+    params: Any,
+    agent_state: Any,
+    keys: jax.Array,
+    max_steps: int,
+    on_step: Callable[[TimeStep], None] = lambda timestep: None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`(returns, lengths, ended)` `[B]`: one episode in each of the host batch `env`'s environments, acting with
+    `act(params, timestep, state, keys)` from `keys` `[B]` (`evaluation.tally`); `on_step` sees every timestep."""
+    timestep = env.reset()
+    totals, t = evaluation.initial_totals(env.num_envs, np), 0
+    on_step(timestep)
+    while t < max_steps and not totals[2].all():
+        action, _, agent_state = act(params, timestep, agent_state, evaluation.step_keys(keys, t))
+        timestep = env.step(np.asarray(clip_to_spec(action, env.action_spec())))
+        on_step(timestep)
+        totals, t = evaluation.tally(totals, timestep, np), t + 1
+    return totals
