@@ -10,6 +10,8 @@
 Each point is measured in a fresh process with the devices it needs
 (`launch`, `worker`), at steady state (`steady`), `--repeats` times; results
 go to bench.csv and bench.md (`report`) and a PNG per figure (`charts`), each
-row with the machine it ran on (`machine`). `command` is the command line.
+row with the machine it ran on (`machine`). `command_line` holds the
+command line's options and the list of figures, without JAX; `command` runs
+what they ask for.
 Imports every layer but the command line, which imports it.
 """

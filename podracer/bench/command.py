@@ -1,18 +1,12 @@
 """`podracer bench`: measure the Podracer paper's Figure 4 on this machine, and write a CSV, a table and figures.
 
-    podracer bench [--figures 4a,4b,4c,pipeline] [--repeats N] [--quick] [--out DIR]
-                   [--cpu] [--devices N] [--sebulba-env pong|cartpole]
-
 The points of each figure are planned (`anakin_scaling`, `sebulba`,
-`pipeline`, `suites`, `population`), measured in fresh processes grouped by
-device setup (`launch`), and written to DIR: bench.csv, bench.md and a PNG
-per figure.
-The arguments are checked before anything runs; a bad one is a one-line
-error (exit 2) and nothing is written.
+`pipeline`, `suites`, `population`, `muzero`), measured in fresh processes
+grouped by device setup (`launch`), and written to the `--out` folder:
+bench.csv, bench.md and a PNG per figure. The options and their checks are
+`command_line`'s, done before anything here runs.
 """
 
-import dataclasses
-import datetime
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -29,16 +23,15 @@ from podracer.bench import (
     sebulba,
     suites,
 )
+from podracer.bench.command_line import CSV_NAME, Options
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread, spread
 from podracer.config.errors import UsageError, count
 
-DEFAULT_FIGURES = ("4a", "4b", "4c", "pipeline")
-SEBULBA_ENVS = ("pong", "cartpole")
-DEFAULT_REPEATS = 3
-CSV_NAME, MARKDOWN_NAME = "bench.csv", "bench.md"
+MARKDOWN_NAME = "bench.md"
 CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
 
+# The plan of each of `command_line.FIGURES`, in the same order.
 PLANS = {
     "4a": anakin_scaling.plan,
     "4b": sebulba.plan_actor_batch,
@@ -48,61 +41,6 @@ PLANS = {
     "population": population.plan,
     "muzero": muzero.plan,
 }
-FIGURES = tuple(PLANS)
-USAGE = (
-    "usage: podracer bench [--figures 4a,4b,4c,pipeline,suites,population,muzero] [--repeats N] [--quick] [--out DIR] [--cpu] "
-    "[--devices N] [--sebulba-env pong|cartpole]"
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-    """What the command line asks for."""
-
-    figures: tuple[str, ...]  # Among FIGURES, in that order.
-    repeats: int  # Runs per point: 3, or 1 with --quick, unless given.
-    quick: bool  # Fewer points, shorter runs, CartPole for Sebulba unless --sebulba-env says otherwise.
-    out: str  # The folder the results go to.
-    cpu: bool  # Measure on forced CPU devices even where there is an accelerator.
-    devices: int | None  # The most devices a point may use; None: the accelerators, or one per CPU core.
-    sebulba_env: str  # pong or cartpole, for figures 4b and 4c.
-
-
-def parse_arguments(argv: Sequence[str], now: datetime.datetime | None = None) -> Options:
-    """The `Options` of the arguments after `bench`; `UsageError` for a bad one. Touches nothing."""
-    values: dict[str, str] = {}
-    flags = set()
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, has_value, value = arg.partition("=")
-        if name in ("--figures", "--repeats", "--out", "--devices", "--sebulba-env"):
-            if not has_value:
-                if not args:
-                    raise UsageError(f"{name} needs a value")
-                value = args.pop(0)
-            values[name] = value
-        elif arg in ("--quick", "--cpu"):
-            flags.add(arg)
-        else:
-            raise UsageError(f"unknown argument {arg!r}; {USAGE}")
-    quick = "--quick" in flags
-    now = now or datetime.datetime.now(datetime.UTC)
-    out = values.get("--out", os.path.join("runs", "bench", now.strftime("%Y%m%dT%H%M%SZ")))
-    if os.path.exists(os.path.join(out, CSV_NAME)) or (os.path.exists(out) and not os.path.isdir(out)):
-        raise UsageError(f"--out {out!r} already holds results (or is a file): choose a new folder")
-    sebulba_env = values.get("--sebulba-env", "cartpole" if quick else "pong")
-    if sebulba_env not in SEBULBA_ENVS:
-        raise UsageError(f"--sebulba-env {sebulba_env!r}: choose one of {', '.join(SEBULBA_ENVS)}")
-    return Options(
-        figures=_figures(values.get("--figures")),
-        repeats=_positive("--repeats", values.get("--repeats", str(1 if quick else DEFAULT_REPEATS))),
-        quick=quick,
-        out=out,
-        cpu="--cpu" in flags,
-        devices=_positive("--devices", values["--devices"]) if "--devices" in values else None,
-        sebulba_env=sebulba_env,
-    )
 
 
 def run(options: Options) -> int:
@@ -198,27 +136,6 @@ def compilation_cache_env(environ: Mapping[str, str]) -> dict:
         CACHE_ENV: os.path.join(home, "podracer", "jax-compilation-cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
-
-
-def _figures(text: str | None) -> tuple[str, ...]:
-    """The figures a comma-separated `--figures` names, in `FIGURES` order; the default ones without it."""
-    if text is None:
-        return DEFAULT_FIGURES
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in FIGURES]
-    if unknown or not names:
-        raise UsageError(f"--figures {text!r}: give a comma-separated list of {','.join(FIGURES)}")
-    return tuple(name for name in FIGURES if name in names)
-
-
-def _positive(name: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"{name} {text!r}: give a whole number of at least 1")
-    return value
 
 
 def _row(point: Point, result: dict) -> Row:

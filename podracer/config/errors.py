@@ -1,8 +1,9 @@
 """Errors a user can act on, and the wording their messages share. Imports nothing, so any module can raise them.
 
 A `ConfigError` names a config field, what is wrong with its value and the
-fix; a `UsageError` is a malformed command line. The command line reports
-either as one line and exits with status 2, before anything is compiled or
+fix; a `ConfigFileError` is a config file that does not parse or raises when
+run; a `UsageError` is a malformed command line. The command line reports
+each in a line or two and exits with status 2, before anything is compiled or
 written.
 """
 
@@ -13,6 +14,16 @@ class ConfigError(ValueError):
     def __init__(self, field: str, problem: str, fix: str):
         super().__init__(f"config.{field}: {problem}; {fix}")
         self.field = field
+
+
+class ConfigFileError(ValueError):
+    """A config file that does not parse, or raises when run: its path, the line in it, and Python's message."""
+
+    def __init__(self, path: str, line: int | None, message: str, source: str = ""):
+        where = f"{path}, line {line}" if line else path
+        super().__init__(f"{where}: {message}" + (f"\n    {source.strip()}" if source.strip() else ""))
+        self.path = path
+        self.line = line
 
 
 class UsageError(ValueError):

@@ -6,20 +6,23 @@ of flax's examples): each defines `get_config()` starting from
 `load(path, overrides)` is the one way to read such a file, for the command
 line, the scripts and the tests alike: an override's text is read as the
 field's type, and an unknown field or an unreadable value is a `ConfigError`
-naming the field and the fix.
+naming the field and the fix. A file that does not parse, or raises when run,
+is a `ConfigFileError` with its path, the line and Python's message.
 """
 
 import ast
+import contextlib
 import difflib
 import os
 import runpy
-from collections.abc import Mapping
+import traceback
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ml_collections import ConfigDict
 
 from podracer.config import field_checks, population
-from podracer.config.errors import ConfigError
+from podracer.config.errors import ConfigError, ConfigFileError
 
 # Groups whose fields are the user's (an environment's options, a population's members): overrides may add to them.
 OPEN_FIELDS = ("env.kwargs", population.FIELD)
@@ -31,14 +34,17 @@ def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
     `overrides` maps dotted fields to values, e.g. `{"agent.gamma": 0.9}`. A
     value may also be text as typed on a command line (`"0.9"`, `"(0, 1)"`,
     `"True"`), which is read as the field's type. An unknown field or a value
-    of the wrong type raises `ConfigError`; a missing file `FileNotFoundError`.
+    of the wrong type raises `ConfigError`; a missing file `FileNotFoundError`;
+    a file that does not parse, or raises when run, `ConfigFileError`.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no config file {path!r}; pass a file from configs/, e.g. configs/anakin_catch.py")
-    get_config = runpy.run_path(path).get("get_config")
+    with _reading(path):
+        get_config = runpy.run_path(path).get("get_config")
     if not callable(get_config):
         raise ValueError(f"{path} defines no get_config(); a config file returns its ConfigDict from get_config()")
-    config = get_config()
+    with _reading(path):
+        config = get_config()
     if not isinstance(config, ConfigDict):
         raise ValueError(f"{path}'s get_config() returned {type(config).__name__}, not the ConfigDict of defaults()")
     for field, value in (overrides or {}).items():
@@ -52,6 +58,34 @@ def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
             )
         group.unlock()
     return config
+
+
+@contextlib.contextmanager
+def _reading(path: str) -> Iterator[None]:
+    """Turns an exception raised while running the config file `path` into a `ConfigFileError` (a `ConfigError` stays).
+
+    The error names the file's own line the exception came from (the deepest
+    frame in it, or where it does not parse) and Python's message, so a user
+    sees their mistake rather than a traceback through podracer; the original
+    exception is chained as its cause.
+    """
+    try:
+        yield
+    except ConfigError:
+        raise  # Raised by the file, or by podracer for it: it already names the field and the fix.
+    except Exception as error:
+        if isinstance(error, SyntaxError) and _same_file(error.filename, path):
+            raise ConfigFileError(
+                path, error.lineno, f"{type(error).__name__}: {error.msg}", error.text or ""
+            ) from error
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if _same_file(frame.filename, path)]
+        message = "".join(traceback.format_exception_only(error)).strip()
+        line, source = (frames[-1].lineno, frames[-1].line or "") if frames else (None, "")
+        raise ConfigFileError(path, line, message, source) from error
+
+
+def _same_file(name: str | None, path: str) -> bool:
+    return name is not None and os.path.abspath(name) == os.path.abspath(path)
 
 
 def override(config: ConfigDict, field: str, value: Any, source: str = "the config") -> None:

@@ -4,6 +4,7 @@ import pytest
 
 import podracer
 from podracer.config import loading
+from podracer.config.errors import ConfigFileError
 from tests.helpers import ROOT
 
 CATCH = f"{ROOT}/configs/anakin_catch.py"
@@ -64,3 +65,16 @@ def test_a_missing_file_or_one_without_get_config_is_reported(tmp_path):
     (tmp_path / "empty.py").write_text("X = 1\n")
     with pytest.raises(ValueError, match="defines no get_config"):
         loading.load(str(tmp_path / "empty.py"))
+
+
+def test_a_config_file_that_raises_names_its_line_and_keeps_the_cause_but_a_config_error_stays_as_it_is(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("import podracer\n\n\ndef get_config():\n    return podracer.defaults('ppo', 'anywhere')\n")
+    with pytest.raises(ConfigFileError, match=r"mine\.py, line 5: ValueError: Unknown architecture 'anywhere'") as e:
+        loading.load(str(path))
+    assert isinstance(e.value.__cause__, ValueError) and "podracer.defaults('ppo', 'anywhere')" in str(e.value)
+    path.write_text(
+        "import podracer\n\n\ndef get_config():\n    raise podracer.ConfigError('seed', 'is cursed', 'pick 7')\n"
+    )
+    with pytest.raises(podracer.ConfigError, match="config.seed: is cursed; pick 7"):
+        loading.load(str(path))

@@ -1,0 +1,76 @@
+"""`podracer plot`: draw the learning curves, throughput and time shares of runs, overlaid, into one image.
+
+The figure is `podracer.plot.summary`'s, of each workdir's `metrics.jsonl`.
+A missing workdir, one without `metrics.jsonl`, or an `--out` that is not a
+.png, .pdf or .svg file in an existing folder exits 2 with nothing written;
+the image is written whole or not at all.
+"""
+
+import argparse
+import os
+from collections.abc import Sequence
+
+from podracer.cli.common import Commands, add_command, report, use_agg
+from podracer.config.errors import UsageError, count
+
+PLOT_FORMATS = (".png", ".pdf", ".svg")
+
+
+def register(commands: Commands) -> None:
+    """Adds `podracer plot`."""
+    parser = add_command(
+        commands,
+        "plot",
+        plot,
+        "draw the learning curves, throughput and time shares of runs (their workdirs), overlaid",
+        "Draw the learning curves, throughput and time shares of runs into one image, the runs overlaid and "
+        "labelled by folder name. Needs the plot extra (matplotlib).",
+    )
+    parser.add_argument("workdirs", nargs="+", metavar="WORKDIR", help="the --workdir of a podracer train run")
+    parser.add_argument(
+        "--out", required=True, metavar="FILE", help=f"the image to write, a {', '.join(PLOT_FORMATS)} file"
+    )
+    parser.add_argument("--title", metavar="TEXT", help="the figure's title")
+
+
+def plot(args: argparse.Namespace) -> int:
+    """Draws the runs of `args.workdirs` into `args.out`; the exit status."""
+    try:
+        check_out(args.out)
+    except UsageError as error:
+        return report(args.prog, error)
+    from podracer import plot as plot_lib  # numpy only; matplotlib is imported when drawing.
+
+    try:
+        runs = {
+            label: plot_lib.read_metrics(workdir)
+            for label, workdir in zip(_labels(args.workdirs), args.workdirs, strict=True)
+        }
+        use_agg()
+    except (OSError, ValueError, ImportError) as error:
+        return report(args.prog, error)
+    figure = plot_lib.summary(runs, title=args.title)
+    out = args.out
+    partial = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.partial")
+    try:
+        plot_lib.save(figure, partial, file_format=os.path.splitext(out)[1][1:].lower())
+        os.replace(partial, out)  # Atomic: a reader never sees half an image.
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    print(f"wrote {out}: {count(len(runs), 'run')}, {sum(len(r) for r in runs.values())} log records")
+    return 0
+
+
+def check_out(out: str) -> None:
+    """`UsageError` unless `out` names a .png, .pdf or .svg file in a folder that exists."""
+    if os.path.splitext(out)[1].lower() not in PLOT_FORMATS:
+        raise UsageError(f"--out {out!r}: name a {', '.join(PLOT_FORMATS)} file")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise UsageError(f"--out {out!r}: its folder does not exist; create it or choose another")
+
+
+def _labels(workdirs: Sequence[str]) -> list[str]:
+    """Each workdir's folder name, or its whole path where two folder names are the same."""
+    names = [os.path.basename(os.path.normpath(workdir)) for workdir in workdirs]
+    return names if len(set(names)) == len(names) else [os.path.normpath(workdir) for workdir in workdirs]
