@@ -11,6 +11,7 @@ written by imageio, MP4 through its ffmpeg plugin or GIF through Pillow.
 
 import dataclasses
 import os
+import warnings
 from typing import Any
 
 import jax
@@ -21,9 +22,6 @@ from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent
 from podracer.sebulba.evaluation import SEED_OFFSET, play_host_episodes
-
-VIDEO_FORMATS = (".mp4", ".gif")
-
 
 @dataclasses.dataclass(frozen=True)
 class Played:
@@ -80,9 +78,15 @@ def write_video(frames: list[np.ndarray], path: str, fps: int = 30) -> None:
         raise ImportError("videos need imageio: pip install -e '.[video]'") from None
     extension = os.path.splitext(path)[1].lower()
     partial = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.partial{extension}")
+    video = np.stack(frames)
+    if extension == ".mp4":  # H.264 wants sides in whole 16-pixel blocks: black margins rather than a resize.
+        height, width = video.shape[1:3]
+        video = np.pad(video, ((0, 0), (0, -height % 16), (0, -width % 16), (0, 0)))
     options = {"fps": fps} if extension == ".mp4" else {"duration": 1000 / fps, "loop": 0}
     try:
-        imageio.imwrite(partial, np.stack(frames), extension=extension, **options)
+        with warnings.catch_warnings():  # imageio's ffmpeg plugin starts ffmpeg: a fork, then exec, no Python.
+            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+            imageio.imwrite(partial, video, extension=extension, **options)
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):

@@ -1,0 +1,104 @@
+"""`podracer evaluate`: play a trained run's agent from its workdir, print its returns, and optionally film it.
+
+It loads the newest checkpoint (or `--checkpoint UPDATE`) with the config it
+was written with (`podracer.experiment.trained`), plays `--episodes`
+episodes as a periodic evaluation of the run with the same `--seed` would
+(`podracer.experiment.watch`), greedily or sampling, and prints each
+episode's return, then their mean and standard error. With `--video`, the
+first `--video-episodes` episodes are drawn and written as an MP4 or GIF,
+with the returns beside it (`FILE.returns.json`). A workdir without a
+checkpoint, a bad path and an environment that cannot be drawn exit 2 before
+anything is played or written.
+"""
+
+import argparse
+import json
+import os
+
+from podracer.cli.common import Commands, add_command, report
+
+VIDEO_FORMATS = (".mp4", ".gif")
+
+
+def register(commands: Commands) -> None:
+    """Adds `podracer evaluate`."""
+    parser = add_command(
+        commands,
+        "evaluate",
+        evaluate,
+        "play a trained run's agent from its workdir, print its returns, optionally write a video",
+        "Play episodes with the agent of a run's newest checkpoint (or --checkpoint), rebuilt from the config it "
+        "was trained with, and print their returns. --video needs the video extra (imageio).",
+    )
+    parser.add_argument("workdir", metavar="WORKDIR", help="the --workdir of a podracer train run")
+    parser.add_argument("--episodes", type=int, default=10, metavar="N", help="episodes to play (default 10)")
+    parser.add_argument("--video", metavar="FILE", help=f"draw episodes into a {' or '.join(VIDEO_FORMATS)} file")
+    parser.add_argument(
+        "--video-episodes", type=int, default=1, metavar="K", help="how many episodes the video shows (default 1)"
+    )
+    parser.add_argument("--fps", type=int, default=30, help="the video's frames per second (default 30)")
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument("--greedy", dest="greedy", action="store_true", default=True, help="most likely actions")
+    policy.add_argument("--sample", dest="greedy", action="store_false", help="actions sampled from the policy")
+    parser.add_argument("--checkpoint", type=int, metavar="UPDATE", help="the checkpoint (its update count)")
+    parser.add_argument("--member", type=int, metavar="I", help="a population's member to play")
+    parser.add_argument("--seed", type=int, default=0, help="the episodes' keys (evaluation.seed's meaning)")
+    parser.add_argument("--max-steps", type=int, default=100_000, help="steps after which an episode is left out")
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Plays `args.episodes` episodes of `args.workdir`'s agent; prints their returns, writes the video asked for."""
+    problem = _check(args)
+    if problem:
+        return report(args.prog, problem)
+    from podracer.config.errors import ConfigError  # Imports JAX: only once the arguments are known to be good.
+    from podracer.envs.frames import CannotRender
+    from podracer.experiment import trained, watch
+    from podracer.run.evaluation import record_fields
+
+    video_episodes = min(args.video_episodes, args.episodes) if args.video else 0
+    try:
+        agent = trained.load(args.workdir, args.checkpoint, args.member)
+    except ConfigError as error:  # No checkpoint, no such checkpoint or member: the flag it names.
+        return report(args.prog, str(error).replace("config.workdir", "WORKDIR").replace("config.", "--"))
+    try:
+        played = watch.play(agent, args.episodes, args.greedy, args.seed, args.max_steps, video_episodes)
+    except CannotRender as error:  # At the first frame, before any step.
+        return report(args.prog, f"--video: {agent.config.env.name} cannot be drawn: {error}")
+    fields = record_fields(played.returns, played.lengths, played.ended)
+    print(f"{agent.checkpoint}: step {agent.step:,}, {'greedy' if args.greedy else 'sampled'} actions")
+    print("returns: " + " ".join(f"{value:g}" for value in played.returns[played.ended]))
+    print(
+        f"mean return {fields['eval_mean_return']:.6g} +- {fields['eval_return_stderr']:.3g} (standard error) over "
+        f"{fields['eval_episodes']} episodes"
+        + (
+            f"; {fields['eval_unfinished']} still running after --max-steps, left out"
+            if fields["eval_unfinished"]
+            else ""
+        )
+    )
+    if args.video:
+        watch.write_video(played.frames, args.video, args.fps)
+        beside = {"returns": played.returns.tolist(), "lengths": played.lengths.tolist(), "drawn": video_episodes}
+        with open(args.video + ".returns.json", "w") as f:
+            json.dump(beside, f)
+        print(f"wrote {args.video}: {len(played.frames)} frames of {video_episodes} episodes, returns beside it")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments themselves, before anything is loaded; None if nothing."""
+    if not os.path.isdir(args.workdir):
+        return f"WORKDIR {args.workdir!r} is not a folder; give the --workdir of a podracer train run"
+    if args.episodes < 1 or args.video_episodes < 1 or args.fps < 1 or args.max_steps < 1:
+        return "--episodes, --video-episodes, --fps and --max-steps must be at least 1"
+    if args.video is not None:
+        if os.path.splitext(args.video)[1].lower() not in VIDEO_FORMATS:
+            return f"--video {args.video!r}: name a {' or '.join(VIDEO_FORMATS)} file"
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.video))):
+            return f"--video {args.video!r}: its folder does not exist; create it or choose another"
+        try:
+            import imageio  # noqa: F401
+        except ImportError:
+            return "--video needs imageio: pip install -e '.[video]'"
+    return None
