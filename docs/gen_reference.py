@@ -2,8 +2,8 @@
 
 One page for the flat public API of `podracer/__init__.py`, read from its
 `_EXPORTS` table (the names `podracer` exports lazily), each name documented
-where it is defined; then one page per subpackage (its docstring and its
-modules) and one per module, found by walking `podracer/`, so new or split
+where it is defined; then one page per subpackage (its docstring, its
+modules, and what its `__init__.py` defines, if anything) and one per module, found by walking `podracer/`, so new or split
 modules appear without editing anything here. `reference/SUMMARY.md` is the
 navigation `literate-nav` reads. A public name is rendered in full only on the
 public API page, and its module's page links there, so that every object has
@@ -62,6 +62,13 @@ def block(path: str, **options: object) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def defines_members(parts: tuple[str, ...]) -> bool:
+    """Whether a package's `__init__.py` defines functions or classes of its own (`podracer.plot` does), which
+    its page then documents, rather than only a docstring and re-exports."""
+    tree = ast.parse((ROOT.joinpath(*parts) / "__init__.py").read_text())
+    return any(isinstance(node, ast.FunctionDef | ast.ClassDef) for node in tree.body)
+
+
 def public_api_page(table: dict[str, tuple[str, str | None]], paths: dict[str, str]) -> str:
     text = block("podracer", members="false", heading="The public API, `import podracer`")
     text += "| name | defined at |\n| --- | --- |\n"
@@ -95,7 +102,7 @@ def main() -> None:
         if is_package:  # A section whose first page, the package's own, is its index.
             nav.append(f"{indent}* {parts[-1]}\n{indent}    * [{dotted}]({doc.as_posix()})\n")
             children = [".".join(p) for p in everything if len(p) == len(parts) + 1 and p[: len(parts)] == parts]
-            text = block(dotted, members="false")
+            text = block(dotted) if defines_members(parts) else block(dotted, members="false")
             text += "| module |\n| --- |\n" + "".join(f"| [`{child}`][{child}] |\n" for child in children)
         else:
             nav.append(f"{indent}* [{parts[-1]}]({doc.as_posix()})\n")

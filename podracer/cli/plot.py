@@ -31,6 +31,11 @@ def register(commands: Commands) -> None:
         "--out", required=True, metavar="FILE", help=f"the image to write, a {', '.join(PLOT_FORMATS)} file"
     )
     parser.add_argument("--title", metavar="TEXT", help="the figure's title")
+    parser.add_argument(
+        "--aggregate",
+        action="store_true",
+        help="the runs as seeds: IQM and mean with bootstrap confidence intervals, printed and drawn (stats extra)",
+    )
 
 
 def plot(args: argparse.Namespace) -> int:
@@ -42,14 +47,10 @@ def plot(args: argparse.Namespace) -> int:
     from podracer import plot as plot_lib  # numpy only; matplotlib is imported when drawing.
 
     try:
-        runs = {
-            label: plot_lib.read_metrics(workdir)
-            for label, workdir in zip(_labels(args.workdirs), args.workdirs, strict=True)
-        }
         use_agg()
+        figure, what = _aggregate(args) if args.aggregate else _summary(args)
     except (OSError, ValueError, ImportError) as error:
         return report(args.prog, error)
-    figure = plot_lib.summary(runs, title=args.title)
     out = args.out
     partial = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.partial")
     try:
@@ -58,7 +59,7 @@ def plot(args: argparse.Namespace) -> int:
     finally:
         if os.path.exists(partial):
             os.remove(partial)
-    print(f"wrote {out}: {count(len(runs), 'run')}, {sum(len(r) for r in runs.values())} log records")
+    print(f"wrote {out}: {what}")
     return 0
 
 
@@ -74,3 +75,24 @@ def _labels(workdirs: Sequence[str]) -> list[str]:
     """Each workdir's folder name, or its whole path where two folder names are the same."""
     names = [os.path.basename(os.path.normpath(workdir)) for workdir in workdirs]
     return names if len(set(names)) == len(names) else [os.path.normpath(workdir) for workdir in workdirs]
+
+
+def _summary(args: argparse.Namespace) -> tuple:
+    """`podracer.plot.summary` of the runs, each labelled by its folder, and what it drew in words."""
+    from podracer import plot as plot_lib
+
+    runs = {
+        label: plot_lib.read_metrics(path) for label, path in zip(_labels(args.workdirs), args.workdirs, strict=True)
+    }
+    records = sum(len(history) for history in runs.values())
+    return plot_lib.summary(runs, title=args.title), f"{count(len(runs), 'run')}, {records} log records"
+
+
+def _aggregate(args: argparse.Namespace) -> tuple:
+    """The runs' statistics across seeds (`podracer.plot.aggregate`), printed as a table and drawn; what it drew."""
+    from podracer.plot import aggregate
+
+    groups = aggregate.statistics(args.workdirs)
+    print(aggregate.table(groups))
+    runs = sum(len(group.scores) for group in groups)
+    return aggregate.figure(groups, title=args.title), f"{count(len(groups), 'group')} of {count(runs, 'run')}"

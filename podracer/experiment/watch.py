@@ -23,6 +23,7 @@ from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent
 from podracer.sebulba.evaluation import SEED_OFFSET, play_host_episodes
 
+
 @dataclasses.dataclass(frozen=True)
 class Played:
     """The episodes `play` played, one per environment, and the frames drawn of the first few."""

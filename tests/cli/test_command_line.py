@@ -24,9 +24,18 @@ CATCH = os.path.join(ROOT, "configs", "anakin_catch.py")
 # What each command must offer, written out here rather than read from the parsers.
 OPTIONS = {
     "podracer train": ["--config", "--config.FIELD=VALUE", "--workdir", "--noprogress", "--progress"],
+    "podracer evaluate": [
+        "WORKDIR",
+        "--episodes",
+        "--video",
+        "--video-episodes",
+        "--greedy",
+        "--sample",
+        "--checkpoint",
+    ],
     "podracer configs": ["DIR"],
     "podracer config show": ["CONFIG_FILE", "--config.FIELD=VALUE"],
-    "podracer plot": ["WORKDIR", "--out", "--title"],
+    "podracer plot": ["WORKDIR", "--out", "--title", "--aggregate"],
     "podracer bench": ["--figures", "--repeats", "--quick", "--out", "--cpu", "--devices", "--sebulba-env"],
 }
 

@@ -1,11 +1,15 @@
 """Playing a trained agent back from its workdir (`podracer.experiment.trained`, `watch`) and drawing it."""
 
+import json
+import os
+
 import imageio.v3 as imageio
 import jax
 import numpy as np
 import pytest
 
 import podracer
+from podracer import cli
 from podracer.envs import frames
 from podracer.experiment import trained, watch
 from tests.helpers import load_config
@@ -61,3 +65,54 @@ def test_observations_are_drawn_when_they_are_images():
     assert drawn.shape == (260, 130, 3) and drawn[9 * 26, 2 * 26].tolist() == [255, 255, 255]  # Scaled by 26.
     with pytest.raises(frames.CannotRender, match="not an image"):
         frames.image_of(np.zeros(4, np.float32))
+
+
+def test_podracer_evaluate_prints_the_returns_and_writes_the_video_with_the_returns_beside_it(
+    catch_run, tmp_path, capsys
+):
+    workdir, result = catch_run
+    video = tmp_path / "catch.gif"
+    assert (
+        cli.run(["evaluate", workdir, "--episodes", str(EPISODES), "--video", str(video), "--video-episodes", "2"]) == 0
+    )
+    out = capsys.readouterr().out
+    played = watch.play(trained.load(workdir), EPISODES)
+    assert f"returns: {' '.join(f'{value:g}' for value in played.returns)}" in out
+    assert f"mean return {result.history[-1]['eval_mean_return']:.6g}" in out
+    beside = json.loads((tmp_path / "catch.gif.returns.json").read_text())
+    assert beside["returns"] == played.returns.tolist() and beside["drawn"] == 2
+    assert imageio.imread(video).shape[0] == sum(played.lengths[:2] + 1)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (["--episodes", "0"], ["--episodes"]),
+        (["--video", "film.avi"], ["--video", ".mp4 or .gif"]),
+        (["--video", "/no/such/folder/film.mp4"], ["--video", "folder does not exist"]),
+        (["--checkpoint", "999"], ["--checkpoint", "no checkpoint 999"]),
+        (["--member", "1"], ["--member", "not a population"]),
+    ],
+)
+def test_podracer_evaluate_refuses_bad_arguments_with_exit_2_and_writes_nothing(catch_run, capsys, arguments, words):
+    workdir, _ = catch_run
+    assert cli.run(["evaluate", workdir, *arguments]) == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.startswith("podracer evaluate: error:") and all(word in message for word in words), message
+    assert not os.path.exists("film.avi") and "Traceback" not in message
+
+
+def test_podracer_evaluate_names_a_workdir_without_a_checkpoint(tmp_path, capsys):
+    assert cli.run(["evaluate", str(tmp_path)]) == 2
+    assert "holds no checkpoint" in capsys.readouterr().err
+    assert cli.run(["evaluate", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # A Sebulba run with its actor threads and a final evaluation, about 10 s.
+def test_a_sebulba_runs_agent_plays_its_own_evaluation_episodes(tmp_path):
+    fields = {"total_steps": 2048, "evaluation.every_steps": 10**9, "evaluation.episodes": 3}
+    result = podracer.train(load_config("sebulba_cartpole_ppo", fields), workdir=str(tmp_path))
+    played = watch.play(trained.load(str(tmp_path)), 3)
+    assert played.returns.mean() == pytest.approx(result.history[-1]["eval_mean_return"], abs=1e-6)
+    assert played.lengths.tolist() == played.returns.tolist()  # CartPole pays 1 a step.

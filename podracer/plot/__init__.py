@@ -10,6 +10,10 @@ for a run that wrote `metrics.jsonl`; several runs are a mapping from label to
 records, drawn over one another. `podracer plot WORKDIR ... --out FILE.png`
 draws the same figure from a terminal. matplotlib is the `plot` extra
 (`pip install -e '.[plot]'`), imported only here.
+
+Statistics across seeds, the IQM and mean of several runs with bootstrap
+confidence intervals, are `podracer.plot.aggregate` (its numbers computed by
+rliable in `podracer.plot.bootstrap`, the `stats` extra).
 """
 
 import math
