@@ -120,6 +120,23 @@ def test_summary_draws_each_runs_logged_values():
     assert "a (frames)" not in line_data(rates)  # Frames are drawn only where they differ from steps.
 
 
+def test_a_runs_evaluations_are_drawn_dashed_in_its_colour_with_a_band_of_one_standard_error():
+    records = anakin_records()
+    for record, (mean, stderr) in zip(records[1::2], [(5.0, 0.5), (7.0, 1.0), (9.0, 0.25)]):
+        record.update(eval_mean_return=mean, eval_return_stderr=stderr)
+    by_steps = plot.summary({"a": records}).axes[0]
+    evaluated = [r for r in records if "eval_mean_return" in r]
+    expected = np.column_stack([[r["step"] for r in evaluated], [r["eval_mean_return"] for r in evaluated]])
+    np.testing.assert_array_equal(line_data(by_steps)["a (evaluation)"], expected)
+    lines = {line.get_label(): line for line in by_steps.get_lines()}
+    assert lines["a (evaluation)"].get_color() == lines["a"].get_color()
+    (band,) = by_steps.collections
+    low = [r["eval_mean_return"] - r["eval_return_stderr"] for r in evaluated]
+    high = [r["eval_mean_return"] + r["eval_return_stderr"] for r in evaluated]
+    vertices = band.get_paths()[0].vertices
+    assert set(np.round(vertices[:, 1], 6)) == set(np.round(low + high, 6))
+
+
 def population_records(members: int = 3) -> list[dict]:
     records = []
     for i, record in enumerate(anakin_records()):

@@ -101,11 +101,18 @@ def summary(runs: Runs, title: str | None = None) -> Any:
 def learning_curve(runs: Runs, ax: Any, x: str = "step") -> Any:
     """Mean episode return of each log window against `x`: "step" (environment steps) or "wall_seconds".
 
-    A population's members are drawn one line each (`as_runs(..., members=True)`).
+    A population's members are drawn one line each (`as_runs(..., members=True)`). Where a run evaluated
+    itself, its evaluations' mean return is drawn dashed in the same colour, in a band of one standard error.
     """
     curves = as_runs(runs, members=True)
     for label, records in curves.items():
-        ax.plot(column(records, x), column(records, "mean_episode_return"), marker=".", label=label)
+        (line,) = ax.plot(column(records, x), column(records, "mean_episode_return"), marker=".", label=label)
+        evaluated = [record for record in records if "eval_mean_return" in record]
+        if evaluated:  # Periodic evaluation (podracer.run.evaluation): its mean with a band of one standard error.
+            xs, mean = column(evaluated, x), column(evaluated, "eval_mean_return")
+            stderr = np.nan_to_num(column(evaluated, "eval_return_stderr"))
+            ax.plot(xs, mean, linestyle="--", marker="s", color=line.get_color(), label=f"{label} (evaluation)")
+            ax.fill_between(xs, mean - stderr, mean + stderr, color=line.get_color(), alpha=0.15)
     ax.set_xlabel({"step": "environment steps", "wall_seconds": "wall-clock seconds (compilation included)"}[x])
     ax.set_ylabel("mean episode return")
     ax.set_title("return against " + ("steps" if x == "step" else "wall time"))
