@@ -122,7 +122,7 @@ def test_summary_draws_each_runs_logged_values():
 
 def test_a_runs_evaluations_are_drawn_dashed_in_its_colour_with_a_band_of_one_standard_error():
     records = anakin_records()
-    for record, (mean, stderr) in zip(records[1::2], [(5.0, 0.5), (7.0, 1.0), (9.0, 0.25)]):
+    for record, (mean, stderr) in zip(records[1::2], [(5.0, 0.5), (7.0, 1.0), (9.0, 0.25)], strict=True):
         record.update(eval_mean_return=mean, eval_return_stderr=stderr)
     by_steps = plot.summary({"a": records}).axes[0]
     evaluated = [r for r in records if "eval_mean_return" in r]
