@@ -53,7 +53,7 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     Raises `ConfigError` naming `workdir`, `checkpoint` or `member` when there
     is no such run, checkpoint or member.
     """
-    folder = os.path.join(workdir, FOLDER)
+    folder = os.path.join(os.path.abspath(workdir), FOLDER)  # orbax restores from absolute paths only.
     updates = sorted((int(name) for name in _listing(folder) if name.isdigit()), reverse=True)
     if not updates:
         raise ConfigError("workdir", f"{workdir!r} holds no checkpoint", "give the --workdir of a podracer train run")
