@@ -187,3 +187,14 @@ def test_a_failed_write_leaves_the_files_as_they_were(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space left"):
         export_policy(fresh("anakin_catch", {}), str(tmp_path / "policy.bin"))
     assert os.listdir(tmp_path) == ["policy.bin"] and (tmp_path / "policy.bin").read_bytes() == b"an earlier export"
+
+
+def test_an_export_made_beside_an_accelerator_runs_on_cpu_too(tmp_path, monkeypatch):
+    """On a GPU machine the export is lowered for CUDA and for CPU; here, where only CPU runs, the CPU part acts."""
+    monkeypatch.setattr(jax.export, "default_export_platform", lambda: "cuda")
+    trained = fresh("anakin_catch", {})
+    assert export_policy(trained, str(tmp_path / "policy.bin"))["platforms"] == ["cuda", "cpu"]
+    policy = jax.export.deserialize(bytearray((tmp_path / "policy.bin").read_bytes()))
+    observations, first = inputs(trained, steps=1)
+    assert policy.platforms == ("cuda", "cpu")
+    np.testing.assert_array_equal(policy.call(observations[0]), own_actions(trained, observations, first, True)[0][0])
