@@ -51,7 +51,7 @@ def dense_product(
     Other platforms differentiate as usual.
 
     Below `TRANSPOSED_GRADIENT_ROWS` rows (the shape is static, so this is
-    decided while tracing) it is `lax.dot_general` with autodiff's gradient,
+    decided while tracing; a symbolic batch, which is exported, not differentiated, counts as few) it is `lax.dot_general` with autodiff's gradient,
     although the plain product is faster there too (1.09x at 136 rows, 1.13x at
     672): the sums' other order changes float rounding, and on fragile tasks
     rounding decides which seeds end above a threshold. With the plain product
@@ -59,7 +59,8 @@ def dense_product(
     3 at 350 and 449 instead of 500; small workloads, the seed tables measured
     on them and the learning tests' seeds keep their numbers this way.
     """
-    if math.prod(inputs.shape[:-1]) < TRANSPOSED_GRADIENT_ROWS:
+    rows = math.prod(inputs.shape[:-1])  # Symbolic in an exported policy (`podracer.experiment.export`): acting only.
+    if jax.export.is_symbolic_dim(rows) or rows < TRANSPOSED_GRADIENT_ROWS:
         return jax.lax.dot_general(inputs, kernel, dimension_numbers, precision=precision, **options)
     return _product(inputs, kernel)  # `Dense`'s dimension numbers: the last axis of inputs with the kernel's first.
 

@@ -105,3 +105,8 @@ def use_agg() -> None:
     except ImportError:
         raise ImportError("matplotlib is not installed: pip install -e '.[plot]' (or pip install matplotlib)") from None
     matplotlib.use("Agg")
+
+
+def checkpoint_error(error: Exception) -> str:
+    """A `podracer.experiment.trained.load` refusal in the command line's words: the argument it names."""
+    return str(error).replace("config.workdir", "WORKDIR").replace("config.", "--")

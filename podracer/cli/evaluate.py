@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 
-from podracer.cli.common import Commands, add_command, report
+from podracer.cli.common import Commands, add_command, checkpoint_error, report
 
 VIDEO_FORMATS = (".mp4", ".gif")
 
@@ -60,7 +60,7 @@ def evaluate(args: argparse.Namespace) -> int:
     try:
         agent = trained.load(args.workdir, args.checkpoint, args.member)
     except ConfigError as error:  # No checkpoint, no such checkpoint or member: the flag it names.
-        return report(args.prog, str(error).replace("config.workdir", "WORKDIR").replace("config.", "--"))
+        return report(args.prog, checkpoint_error(error))
     try:
         played = watch.play(agent, args.episodes, args.greedy, args.seed, args.max_steps, video_episodes)
     except CannotRender as error:  # At the first frame, before any step.

@@ -42,9 +42,14 @@ class TrainedAgent:
 
     def make_env(self, num_envs: int = 1, seed: int = 0) -> Any:
         """The run's environment: a pure-JAX `Environment` for Anakin, a batch of `num_envs` host ones for Sebulba."""
-        if self.config.architecture == "anakin":
-            return with_config_kwargs(self.config, envs.make, self.config.env.name)
-        return with_config_kwargs(self.config, envs.host_factory(self.config.env.name), num_envs, seed)
+        return make_env(self.config, num_envs, seed)
+
+
+def make_env(config: ConfigDict, num_envs: int = 1, seed: int = 0) -> Any:
+    """The environment `config` names, with its `env.kwargs`: Anakin's pure-JAX one, or a Sebulba host batch."""
+    if config.architecture == "anakin":
+        return with_config_kwargs(config, envs.make, config.env.name)
+    return with_config_kwargs(config, envs.host_factory(config.env.name), num_envs, seed)
 
 
 def load(workdir: str, checkpoint: int | None = None, member: int | None = None) -> TrainedAgent:
@@ -53,7 +58,7 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     Raises `ConfigError` naming `workdir`, `checkpoint` or `member` when there
     is no such run, checkpoint or member.
     """
-    folder = os.path.join(workdir, FOLDER)
+    folder = os.path.join(os.path.abspath(workdir), FOLDER)  # orbax restores from absolute paths only.
     updates = sorted((int(name) for name in _listing(folder) if name.isdigit()), reverse=True)
     if not updates:
         raise ConfigError("workdir", f"{workdir!r} holds no checkpoint", "give the --workdir of a podracer train run")
@@ -69,13 +74,12 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     config = from_dict(restored.meta["config"])
     config, learner = _member(config, restored.state["learner"], member)
     agent = agents.make(config, num_updates=_num_updates(config))
-    env = envs.make(config.env.name) if config.architecture == "anakin" else None
-    spec_env = env or envs.host_factory(config.env.name)(1, 0)
+    spec_env = make_env(config)
     try:
         specs = spec_env.observation_spec(), spec_env.action_spec()
         like = jax.eval_shape(lambda key: agent.init(key, *specs), jax.random.key(0))
     finally:
-        if env is None:
+        if config.architecture == "sebulba":
             spec_env.close()
     learner = _as_tree(learner, like)
     return TrainedAgent(config, agent, agent.acting_params(learner), int(restored.meta["step"]), path)

@@ -33,6 +33,7 @@ OPTIONS = {
         "--sample",
         "--checkpoint",
     ],
+    "podracer export": ["WORKDIR", "--out", "--sample", "--checkpoint", "--member", "--batch-size"],
     "podracer configs": ["DIR"],
     "podracer config show": ["CONFIG_FILE", "--config.FIELD=VALUE"],
     "podracer plot": ["WORKDIR", "--out", "--title", "--aggregate"],

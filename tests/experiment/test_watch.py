@@ -12,17 +12,8 @@ import podracer
 from podracer import cli
 from podracer.envs import frames
 from podracer.experiment import trained, watch
+from tests.experiment.conftest import EPISODES
 from tests.helpers import load_config
-
-EPISODES = 6
-
-
-@pytest.fixture(scope="module")
-def catch_run(tmp_path_factory):
-    """A short Catch run over the session's 2 devices whose last record holds an evaluation of its final checkpoint."""
-    workdir = str(tmp_path_factory.mktemp("catch"))
-    fields = {"total_steps": 8192 * 3, "evaluation.every_steps": 10**9, "evaluation.episodes": EPISODES}
-    return workdir, podracer.train(load_config("anakin_catch", fields), workdir=workdir)
 
 
 def test_the_workdirs_agent_acts_as_the_trained_one(catch_run):
