@@ -31,7 +31,7 @@ from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
 
-# Fields a resumed run may change: how long it runs, how often it logs and saves, how the host is set up.
+# Fields a resumed run may change: how long it runs, how often and where it logs and saves, how the host is set up.
 SAFE_TO_CHANGE = (
     "total_steps",
     "updates_per_dispatch",
@@ -45,6 +45,7 @@ SAFE_TO_CHANGE = (
     "check_finite",
     "max_dispatch_seconds",
     "members_in_parallel",
+    "logger",
 )
 FOLDER = "checkpoints"
 
