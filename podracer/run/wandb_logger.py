@@ -22,6 +22,7 @@ Any other tracker attaches the same way, as a callback passed to
 
 import os
 import secrets
+import shutil
 import string
 from typing import Any
 
@@ -128,6 +129,7 @@ def start(config: ConfigDict, workdir: str | None) -> WandbLogger | None:
         ) from None
     kept_id = _kept_id(workdir) if config.resume != "never" else None
     run_id = kept_id or (_new_id() if workdir else None)  # Without a workdir, wandb names a run of its own.
+    created = bool(workdir) and not os.path.exists(workdir)
     if workdir:
         os.makedirs(workdir, exist_ok=True)  # wandb's files go there, and it looks for a git repository from it.
     try:
@@ -146,6 +148,8 @@ def start(config: ConfigDict, workdir: str | None) -> WandbLogger | None:
             reinit="create_new",  # Leaves any run of the caller's own as it is.
         )
     except wandb.Error as error:
+        if created:  # Bad input leaves nothing behind.
+            shutil.rmtree(workdir, ignore_errors=True)
         raise ConfigError(
             "logger.wandb.mode",
             f"wandb could not start the run ({error})",

@@ -180,8 +180,10 @@ def test_bad_fields_are_config_errors(field, value):
 class FakeRun:
     """Records what a `WandbLogger` asks of its wandb run."""
 
+    resumed = False
+
     def __init__(self, **init):
-        self.init, self.logged, self.exit_code, self.resumed = init, [], None, False
+        self.init, self.logged, self.exit_code = init, [], None
 
     def log(self, data: dict, step: int) -> None:
         self.logged.append((step, data))
@@ -205,6 +207,17 @@ def test_the_run_id_is_kept_in_the_workdir_and_resumed_unless_resume_is_never(tm
     assert (
         fresh["id"] != first["id"] and fresh["id"] == (tmp_path / "lr3e-3" / wandb_logger.ID_FILE).read_text().strip()
     )
+
+
+def test_a_resumed_wandb_run_is_sent_only_the_steps_it_lacks(monkeypatch):
+    class Resumed(FakeRun):
+        resumed, step = True, 16_385  # wandb's next step: the run it resumes has records up to 16,384.
+
+    monkeypatch.setattr(pytest.importorskip("wandb"), "init", Resumed)
+    logger = wandb_logger.start(load_config("anakin_catch", {"logger.wandb.project": "p"}), None)
+    for step in (8_192, 16_384, 24_576):  # A checkpoint at 8,192: the records from there on come again.
+        logger(podracer.LogEvent({"step": step, "loss": 1.0}, None, 24_576))
+    assert logger.run.logged == [(24_576, {"loss": 1.0})]
 
 
 def test_a_populations_members_are_logged_as_member_i():
