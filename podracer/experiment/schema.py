@@ -20,7 +20,7 @@ from podracer.anakin import settings as anakin_settings
 from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
 from podracer.config.loading import OPEN_FIELDS, unknown_field
-from podracer.run import evaluation
+from podracer.run import evaluation, wandb_logger
 from podracer.sebulba import settings as sebulba_settings
 
 ARCHITECTURES = {"anakin": anakin_settings, "sebulba": sebulba_settings}
@@ -57,6 +57,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     )  # Periodic evaluation on environments of its own (podracer.run.evaluation).
     config.resume = "auto"  # auto: resume from the workdir's newest checkpoint if any; never: start afresh; must.
     config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.run.finite).
+    wandb_logger.add_defaults(config)  # Trackers beside TensorBoard and metrics.jsonl: config.logger.wandb.
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(
         {
@@ -105,6 +106,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.choice(config, "resume", RESUME_MODES)
     field_checks.boolean(config, "check_finite")
     evaluation.validate(config)
+    wandb_logger.validate(config)
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
         _validate_agent(config)

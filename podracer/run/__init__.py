@@ -2,7 +2,7 @@
 
 The run contract (`contract`: log records, callbacks, `TrainResult`), where
 records go (`metrics_writer`), checkpoints (`checkpoints`), clean stops on
-signals (`stopping`), the non-finite guard (`finite`) and the progress bar
-(`progress`). Imports `config`, `runtime`, `envs` and `agents`, never an
+signals (`stopping`), the non-finite guard (`finite`), the progress bar
+(`progress`) and Weights & Biases (`wandb_logger`). Imports `config`, `runtime`, `envs` and `agents`, never an
 architecture.
 """

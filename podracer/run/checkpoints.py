@@ -31,7 +31,8 @@ from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
 
-# Fields a resumed run may change: how long it runs, how often it logs and saves, how the host is set up.
+# Fields a resumed run may change: how long it runs, how often and where it logs, saves and evaluates, how the host
+# is set up.
 SAFE_TO_CHANGE = (
     "total_steps",
     "updates_per_dispatch",
@@ -45,6 +46,8 @@ SAFE_TO_CHANGE = (
     "check_finite",
     "max_dispatch_seconds",
     "members_in_parallel",
+    "logger",
+    "evaluation",
 )
 FOLDER = "checkpoints"
 

@@ -4,7 +4,8 @@ Only process 0 of a job writes; without a workdir nothing is written. A
 population's record (`podracer.config.population`) holds one record per member under
 `members`; `metrics.jsonl` gets each member's as a line of its own, carrying
 its `member` index, before the population's line, and `read_records` puts
-them back under it. TensorBoard shows a member's scalars as `member_I/NAME`.
+them back under it. TensorBoard, and any tracker through `scalars`, shows a member's
+scalars as `member_I/NAME`.
 """
 
 import json
@@ -38,7 +39,7 @@ class MetricsWriter:
             path = os.path.join(workdir, "metrics.jsonl")
             if resume_step is not None:
                 self.kept = _records_up_to(path, resume_step)
-                _replace(path, "".join(_json_lines(record) for record in self.kept))
+                replace_file(path, "".join(_json_lines(record) for record in self.kept))
             # A fresh run replaces an earlier run's records; a resumed one appends to those it kept.
             self._jsonl = open(path, "w" if resume_step is None else "a")  # noqa: SIM115 -- closed by close().
             purge = {} if resume_step is None else {"purge_step": resume_step + 1}
@@ -50,17 +51,29 @@ class MetricsWriter:
             self._jsonl.write(_json_lines(record))
             self._jsonl.flush()
         if self._tensorboard:
-            for line in (*record.get(MEMBERS, ()), record):
-                prefix = f"member_{line['member']}/" if "member" in line else ""
-                for name, value in line.items():
-                    if name not in ("step", "member") and isinstance(value, (int, float)) and math.isfinite(value):
-                        self._tensorboard.add_scalar(prefix + name, value, record["step"])
+            for name, value in scalars(record).items():
+                self._tensorboard.add_scalar(name, value, record["step"])
 
     def close(self) -> None:
         if self._jsonl:
             self._jsonl.close()
         if self._tensorboard:
             self._tensorboard.close()
+
+
+def scalars(record: dict) -> dict[str, int | float]:
+    """A record's finite numbers by name, as trackers chart them: a population member's as `member_I/NAME`.
+
+    `step` (the x axis) and a member's index are left out, and so are values
+    that are not numbers or not finite (a window in which no episode ended).
+    """
+    values = {}
+    for line in (*record.get(MEMBERS, ()), record):
+        prefix = f"member_{line['member']}/" if "member" in line else ""
+        for name, value in line.items():
+            if name not in ("step", "member") and isinstance(value, (int, float)) and math.isfinite(value):
+                values[prefix + name] = value
+    return values
 
 
 def read_records(path: str) -> list[dict]:
@@ -96,7 +109,7 @@ def _records_up_to(path: str, step: int) -> list[dict]:
     return [record for record in read_records(path) if record["step"] <= step] if os.path.isfile(path) else []
 
 
-def _replace(path: str, text: str) -> None:
+def replace_file(path: str, text: str) -> None:
     """Writes `text` to `path` through a temporary file and a rename, so a kill never leaves half of it."""
     partial = path + ".partial"
     with open(partial, "w") as f:

@@ -279,6 +279,7 @@ UNKNOWN_VALUES = [
     ("optimizer.name", ["adagrad", "adamw", "SGD"]),
     ("resume", ["sometimes", "always", "Auto"]),
     ("architecture", ["podracer", "anakin2", "Sebulba"]),
+    ("logger.wandb.mode", ["cloud", "Offline"]),
 ]
 UNKNOWN_ENVIRONMENTS = {
     "anakin": [
