@@ -15,6 +15,7 @@ from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_c
 CATCH = "configs/anakin_catch.py"
 
 
+@pytest.mark.slow  # A podracer train run in a fresh process.
 def test_train_writes_metrics_tensorboard_and_resolved_config(tmp_path):
     workdir = tmp_path / "run"
     result = run_cli(

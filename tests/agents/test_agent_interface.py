@@ -86,7 +86,7 @@ def test_every_builtin_agent_is_registered_with_defaults_and_checks():
         ("ppo", "logits"),
         ("impala", "logits"),
         ("dqn", "q_values"),
-        ("muzero", "search_policy"),
+        pytest.param("muzero", "search_policy", marks=pytest.mark.slow),
     ],
 )
 def test_every_built_in_agents_greedy_act_takes_what_its_policy_weighs_most(name, weighs):

@@ -215,6 +215,7 @@ def test_muzero_search_visits_the_rewarding_action_most_and_its_weights_are_the_
     assert np.all(visits[:, :GOOD] <= 1)  # Once found, the reward (Q 1 against 0) keeps pUCT on GOOD.
 
 
+@pytest.mark.slow  # Compiles Gumbel MuZero's search.
 def test_gumbel_search_picks_the_rewarding_action_and_halves_the_other_visits():
     simulations = 12
     config = agent_config(search="gumbel", num_simulations=simulations, gumbel_scale=0.0)

@@ -10,7 +10,8 @@ import pytest
 from tests.helpers import last_json_line, run_module
 
 
-@pytest.mark.parametrize("core", ["none", pytest.param("lstm", marks=pytest.mark.slow)])
+@pytest.mark.slow  # A fresh process with 8 devices compiling the update twice.
+@pytest.mark.parametrize("core", ["none", "lstm"])
 def test_eight_devices_make_the_same_update_as_one_device_with_the_whole_batch(core):
     result = run_module("eight_versus_one", core, num_devices=8)
     assert result.returncode == 0, result.stderr

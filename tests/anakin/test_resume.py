@@ -218,6 +218,7 @@ def small_catch(**fields):
     return load_config(CONFIG, {**overrides, **fields})
 
 
+@pytest.mark.slow  # Runs in fresh processes.
 def test_a_resume_may_run_longer_but_not_change_the_batch(tmp_path):
     first = podracer.train(small_catch(), workdir=str(tmp_path))
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["2", "4", "6"]

@@ -51,6 +51,7 @@ def test_actor_critic_learns_four_rooms():
     assert history[-1]["mean_episode_length"] < 20  # Close to the shortest paths from random starts.
 
 
+@pytest.mark.slow  # Two whole runs.
 def test_same_seed_gives_bitwise_identical_metrics_and_parameters():
     config = load_config("anakin_cartpole_ppo", total_steps=4 * 128 * 6, updates_per_dispatch=2)
     run_a, run_b = [podracer.train(config) for _ in range(2)]

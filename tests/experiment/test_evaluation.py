@@ -136,6 +136,7 @@ def test_a_greedy_evaluation_needs_a_greedy_act_and_says_so_before_compiling():
         podracer.train(anakin_config(), env=JaxCounter(), agent=scripted_agent(greedy=False))
 
 
+@pytest.mark.slow  # A Sebulba run with its threads and Gymnasium worker processes.
 def test_sebulba_evaluates_on_host_environments_of_its_own():
     config = podracer.defaults("actor_critic", architecture="sebulba")
     config.env.name = "gymnasium:PodracerEvalCounter-v0"

@@ -200,6 +200,7 @@ def test_an_export_made_beside_an_accelerator_runs_on_cpu_too(tmp_path, monkeypa
     np.testing.assert_array_equal(policy.call(observations[0]), own_actions(trained, observations, first, True)[0][0])
 
 
+@pytest.mark.slow  # Uses the trained run (conftest.catch_run).
 def test_podracer_export_writes_the_runs_greedy_policy_and_refuses_a_bad_out(catch_run, tmp_path, capsys):
     workdir, result = catch_run
     out = tmp_path / "policy.bin"

@@ -16,6 +16,7 @@ from tests.experiment.conftest import EPISODES
 from tests.helpers import load_config
 
 
+@pytest.mark.slow  # Uses the trained run (conftest.catch_run).
 def test_the_workdirs_agent_acts_as_the_trained_one(catch_run):
     workdir, result = catch_run
     agent = trained.load(workdir)
@@ -24,6 +25,7 @@ def test_the_workdirs_agent_acts_as_the_trained_one(catch_run):
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(its))
 
 
+@pytest.mark.slow  # Uses the trained run (conftest.catch_run).
 def test_played_episodes_are_the_runs_own_evaluation_and_the_video_has_a_frame_per_step(catch_run, tmp_path):
     workdir, result = catch_run
     played = watch.play(trained.load(workdir), EPISODES, video_episodes=2)
@@ -58,6 +60,7 @@ def test_observations_are_drawn_when_they_are_images():
         frames.image_of(np.zeros(4, np.float32))
 
 
+@pytest.mark.slow  # Uses the trained run (conftest.catch_run).
 def test_podracer_evaluate_prints_the_returns_and_writes_the_video_with_the_returns_beside_it(
     catch_run, tmp_path, capsys
 ):
@@ -75,6 +78,7 @@ def test_podracer_evaluate_prints_the_returns_and_writes_the_video_with_the_retu
     assert imageio.imread(video).shape[0] == sum(played.lengths[:2] + 1)
 
 
+@pytest.mark.slow  # Uses the trained run (conftest.catch_run).
 @pytest.mark.parametrize(
     ("arguments", "words"),
     [

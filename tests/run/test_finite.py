@@ -76,6 +76,7 @@ def test_anakin_stops_at_the_poisoned_update_and_keeps_the_last_good_checkpoint(
     assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(resumed.learner_state))
 
 
+@pytest.mark.slow  # A Sebulba run with its threads.
 def test_sebulba_stops_at_the_poisoned_update_with_the_error_itself(tmp_path):
     config = small_sebulba_cartpole(**{"total_steps": 8 * 6 * 2 * 6, "checkpoint.every_updates": 2})
     agent = poisoned(agents.make(config, num_updates=6), at_update=4, target="parameter")

@@ -55,7 +55,8 @@ def test_actor_and_learner_share_the_only_device():
     assert all(np.isfinite(r["loss"]) for r in run["records"])
 
 
-@pytest.mark.parametrize("policy_lag", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.slow  # Several Sebulba runs with their threads.
+@pytest.mark.parametrize("policy_lag", [0, 1])
 def test_fixed_lag_and_seed_give_bitwise_identical_parameters_whatever_the_thread_timing(monkeypatch, policy_lag):
     config = small_sebulba_cartpole(policy_lag=policy_lag, total_steps=8 * 6 * 2 * 5)
     first = podracer.train(config)
