@@ -6,7 +6,8 @@ episodes as a periodic evaluation of the run with the same `--seed` would
 (`podracer.experiment.watch`), greedily or sampling, and prints each
 episode's return, then their mean and standard error. With `--video`, the
 first `--video-episodes` episodes are drawn and written as an MP4 or GIF,
-with the returns beside it (`FILE.returns.json`). A workdir without a
+with the returns beside it (`FILE.returns.json`), and sent to the run's
+wandb run where its config names one (`logger.wandb`). A workdir without a
 checkpoint, a bad path and an environment that cannot be drawn exit 2 before
 anything is played or written.
 """
@@ -83,7 +84,20 @@ def evaluate(args: argparse.Namespace) -> int:
         with open(args.video + ".returns.json", "w") as f:
             json.dump(beside, f)
         print(f"wrote {args.video}: {len(played.frames)} frames of {video_episodes} episodes, returns beside it")
+        send_video(agent, args)
     return 0
+
+
+def send_video(agent, args: argparse.Namespace) -> None:
+    """Logs the video to the run's wandb run, where its config names a project (`logger.wandb`): at the checkpoint's
+    step, or just after the last step the wandb run has (wandb keeps only increasing steps)."""
+    from podracer.run import wandb_logger
+
+    logger = wandb_logger.start(agent.config, args.workdir)
+    if logger is not None:
+        with logger:
+            logger.log_video(args.video, max(agent.step, logger.run.step))
+            print(f"sent {args.video} to wandb run {logger.run.id}")
 
 
 def _check(args: argparse.Namespace) -> str | None:

@@ -111,3 +111,29 @@ def test_a_sebulba_runs_agent_plays_its_own_evaluation_episodes(tmp_path):
     played = watch.play(trained.load(str(tmp_path)), 3)
     assert played.returns.mean() == pytest.approx(result.history[-1]["eval_mean_return"], abs=1e-6)
     assert played.lengths.tolist() == played.returns.tolist()  # CartPole pays 1 a step.
+
+
+@pytest.mark.slow  # Uses the trained run (conftest.catch_run).
+def test_podracer_evaluate_sends_its_video_to_the_runs_wandb_run(catch_run, tmp_path, monkeypatch, capsys):
+    """Where the run's config names a wandb project, the video goes to its run, at the checkpoint's step."""
+    workdir, result = catch_run
+    sent = []
+
+    class FakeLogger:  # What `wandb_logger.start` returns on process 0 when a project is set.
+        run = type("Run", (), {"id": "abc", "step": 7})()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            sent.append("finished")
+
+        def log_video(self, path, step):
+            sent.append((path, step))
+
+    monkeypatch.setattr(
+        "podracer.run.wandb_logger.start", lambda config, path: FakeLogger() if path == workdir else None
+    )
+    video = str(tmp_path / "catch.gif")
+    assert cli.run(["evaluate", workdir, "--episodes", "2", "--video", video]) == 0
+    assert sent == [(video, result.steps), "finished"] and "sent" in capsys.readouterr().out
