@@ -1,7 +1,7 @@
 """`podracer bench`: measure the Podracer paper's Figure 4 on this machine, and write a CSV, a table and figures.
 
 The points of each figure are planned (`anakin_scaling`, `sebulba`,
-`pipeline`, `suites`, `population`, `muzero`), measured in fresh processes
+`pipeline`, `suites`, `population`, `muzero`, `evaluation`), measured in fresh processes
 grouped by device setup (`launch`), and written to the `--out` folder:
 bench.csv, bench.md and a PNG per figure. The options and their checks are
 `command_line`'s, done before anything here runs.
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from podracer.bench import (
     anakin_scaling,
     charts,
+    evaluation,
     launch,
     machine,
     muzero,
@@ -40,6 +41,7 @@ PLANS = {
     "suites": suites.plan,
     "population": population.plan,
     "muzero": muzero.plan,
+    "evaluation": evaluation.plan,
 }
 
 
@@ -63,7 +65,7 @@ def run(options: Options) -> int:
     os.makedirs(options.out, exist_ok=True)
     measured = measure(points, options.repeats, env)
     rows = [_row(point, measured[index]) for index, point in enumerate(points) if index in measured]
-    rows = pipeline.with_efficiency(anakin_scaling.with_efficiency(rows))
+    rows = evaluation.with_efficiency(pipeline.with_efficiency(anakin_scaling.with_efficiency(rows)))
     write(options.out, options.figures, rows, this_machine)
     return 0 if len(rows) == len(points) else 1
 

@@ -45,7 +45,8 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         "warm-up left out): the median of the repeats, with their smallest and largest. Frames are agent steps "
         "times Atari's frame skip of 4 (one per step elsewhere). A population's rates are the total over its "
         "members; per member is its median over their number. Efficiency: figure 4a FPS(n) / (n FPS(1)); "
-        "pipeline, Sebulba over envpool alone.",
+        "pipeline, Sebulba over envpool alone; evaluation, the rate over the rate without evaluation (these rates "
+        "are over the wall time between log records, evaluations included).",
         "",
         "| " + " | ".join(header) + " |",
         "| " + " | ".join("---:" if name in NUMBERS else "---" for name in header) + " |",
@@ -60,7 +61,11 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
 
 
 def setting(row: Row) -> str:
-    """What distinguishes the point, in words: its devices, batch, split, replicas or members."""
+    """What distinguishes the point, in words: its devices, batch, split, replicas or members, and its evaluation."""
+    return _shape(row) + _evaluation(row)
+
+
+def _shape(row: Row) -> str:
     if row.num_envs is not None:  # Anakin; a population's environments are each member's.
         envs = f"{count(row.members, 'member')} x {row.num_envs} envs" if row.members else f"{row.num_envs} envs"
         return f"{count(row.devices, 'device')}, {envs}, unroll {row.unroll_length}"
@@ -76,6 +81,14 @@ def setting(row: Row) -> str:
     search = f", {row.simulations} simulations" if row.simulations else ""
     stepping = f", {row.env_stepping} stepping" if row.env_stepping else ""
     return f"{replicas}{devices}, {threads}{search}{stepping}"
+
+
+def _evaluation(row: Row) -> str:
+    if row.eval_every_records is None:
+        return ""
+    if row.eval_every_records == 0:
+        return ", no evaluation"
+    return f", evaluation every {'record' if row.eval_every_records == 1 else count(row.eval_every_records, 'record')}"
 
 
 def _cell(name: str, value: object) -> object:

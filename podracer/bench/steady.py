@@ -5,7 +5,8 @@ for warming up (first transfers, allocation), so its record is dropped and the
 rate is the median over the others. Sebulba's first log windows hold the
 actors' first inference compilations and the pipeline filling up, so the
 first `warmup` windows are dropped and the rate is the frames of the rest over
-their wall-clock time.
+their wall-clock time. `wall_rate` counts everything a run does between its
+records, evaluations included, which the records' own rates leave out.
 """
 
 import dataclasses
@@ -42,3 +43,23 @@ def sebulba_rate(history: Sequence[dict], warmup: int) -> float:
         raise ValueError(f"a run of {len(history)} log records has none after the {warmup} warm-up updates")
     frames = sum(record["frames_per_second"] * record["seconds"] for record in steady)
     return frames / sum(record["seconds"] for record in steady)
+
+
+def wall_rate(history: Sequence[dict], warmup: int) -> float:
+    """Steps/s after the first `warmup` records and the first evaluation, over the wall time between records.
+
+    A record's `steps_per_second` leaves out what the run does between its
+    dispatches or log windows (an evaluation, by design); the time between
+    records' `wall_seconds` counts it. The rate is over the whole span, not a
+    median of each record's, since a median would leave out an evaluation
+    made at every tenth record. The span starts at the first evaluation's
+    record when that is later (and not the last): a program's first call pays
+    a one-off cost, as the first dispatch does. A population's steps are each member's.
+    """
+    if warmup < 1:
+        raise ValueError(f"warmup {warmup}: the span starts at a record, so at least the first is left out")
+    if len(history) <= warmup:
+        raise ValueError(f"a run of {len(history)} log records has none after the {warmup} warm-up records")
+    evaluated = [index + 1 for index, record in enumerate(history[:-1]) if "eval_seconds" in record]
+    first, last = history[max([warmup, *evaluated[:1]]) - 1], history[-1]
+    return (last["step"] - first["step"]) / (last["wall_seconds"] - first["wall_seconds"])

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import jax
 
-from podracer.bench import steady
+from podracer.bench import configs, steady
 from podracer.bench.envpool_raw import envpool_frames_per_second
 from podracer.bench.records import AnakinRun, EnvpoolRun, Task, task_from_json
 from podracer.config.loading import load
@@ -28,9 +28,12 @@ def rate(task: Task) -> tuple[float, str]:
     """One measurement of `task`: its rate and the rate's unit."""
     if isinstance(task, EnvpoolRun):
         return envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread), "frames/s"
-    history = train(load(task.config, task.overrides)).history
+    config = load(task.config, task.overrides)
+    history = train(config).history
     if isinstance(task, AnakinRun):
-        return steady.anakin_rate(history), "steps/s"
+        return (steady.wall_rate(history, 1) if task.wall_clock else steady.anakin_rate(history)), "steps/s"
+    if task.wall_clock:
+        return steady.wall_rate(history, task.warmup) * configs.frames_per_step(config), "frames/s"
     return steady.sebulba_rate(history, task.warmup), "frames/s"
 
 
