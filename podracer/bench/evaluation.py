@@ -9,7 +9,8 @@ learner device) without evaluation and at every log window. Each evaluation
 plays the default `evaluation.episodes` (32); the run's last record always
 evaluates. A record's own `steps_per_second` leaves the evaluation out by
 design, so here the rate is the steps over the wall time between the records
-after the warm-up (`steady.wall_rate`), every evaluation's time counted; the
+after the warm-up and the first evaluation (`steady.wall_rate`: a program's
+first call pays a one-off cost), every later evaluation's time counted; the
 efficiency is a point's rate over the same benchmark's without evaluation.
 Each benchmark's points run in one process, interleaved. Not part of the
 default figures; with --quick, 3 dispatches (only the last evaluates every
