@@ -188,7 +188,8 @@ def population(rows: Sequence[Row]) -> Any:
 
 
 def evaluation_cost(rows: Sequence[Row]) -> Any:
-    """A panel per benchmark: its rate without evaluation and evaluating every N records, each with its cost."""
+    """A panel per benchmark: its rate without evaluation and evaluating every N records, each with its cost (and the
+    share of time its evaluations took)."""
     benchmarks = _unique(row.benchmark for row in rows)
     figure, axes = _panels(len(benchmarks))
     for ax, benchmark in zip(axes, benchmarks, strict=True):
@@ -200,9 +201,10 @@ def evaluation_cost(rows: Sequence[Row]) -> Any:
         ax.set_xticks(range(len(points)), [_how_often(row.eval_every_records) for row in points])
         for x, row in enumerate(points):
             if row.eval_every_records and row.efficiency is not None:
-                ax.annotate(cost(row), (x, row.max), ha="center", va="bottom")
+                share = "" if row.eval_share is None else f"\nevaluating {row.eval_share:.1%}"
+                ax.annotate(cost(row) + share, (x, row.max), ha="center", va="bottom")
         ax.set_xlabel(f"evaluation ({points[0].devices} {points[0].platform} devices)")
-        ax.set_ylim(0, 1.15 * max(row.max for row in points))  # Room for the costs.
+        ax.set_ylim(0, 1.25 * max(row.max for row in points))  # Room for the costs.
         ax.set_ylabel(f"{points[0].unit}, over wall time")
         ax.set_title(f"{benchmark}: {points[0].env}, {points[0].network}")
     return _finish(figure, f"Periodic evaluation's cost on training throughput ({_platforms(rows)})")

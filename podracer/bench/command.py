@@ -8,6 +8,7 @@ bench.csv, bench.md and a PNG per figure. The options and their checks are
 """
 
 import os
+import statistics
 import time
 from collections.abc import Mapping, Sequence
 
@@ -153,6 +154,7 @@ def _row(point: Point, result: dict) -> Row:
         max=rates.max,
         repeats=len(result["rates"]),
         unit=result["unit"],
+        eval_share=statistics.median(result["eval_shares"]) if "eval_shares" in result else None,
         **point.columns,
     )
 

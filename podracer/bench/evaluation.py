@@ -12,6 +12,9 @@ design, so here the rate is the steps over the wall time between the records
 after the warm-up and the first evaluation (`steady.wall_rate`: a program's
 first call pays a one-off cost), every later evaluation's time counted; the
 efficiency is a point's rate over the same benchmark's without evaluation.
+Since two runs' rates on a shared machine differ by more than a small cost,
+each run also measures the share of its span its evaluations took (their
+records' `eval_seconds`, `steady.evaluation_share`), which its load moves less.
 Each benchmark's points run in one process, interleaved. Not part of the
 default figures; with --quick, 3 dispatches (only the last evaluates every
 10 records) and 3 Sebulba windows.

@@ -144,6 +144,8 @@ class Row:
     unit: str  # steps/s or frames/s (Atari frames: agent steps x frame skip; one per step elsewhere).
     # 4a: FPS(n) / (n FPS(1)); pipeline: Sebulba / envpool alone; evaluation: the rate / the rate without evaluation.
     efficiency: float | None = None
+    # The evaluation figure: the share of the measured wall time spent evaluating (its records' eval_seconds), median.
+    eval_share: float | None = None
 
 
 ROW_COLUMNS = tuple(field.name for field in dataclasses.fields(Row))

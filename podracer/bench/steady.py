@@ -56,10 +56,22 @@ def wall_rate(history: Sequence[dict], warmup: int) -> float:
     record when that is later (and not the last): a program's first call pays
     a one-off cost, as the first dispatch does. A population's steps are each member's.
     """
+    first, last = history[_start(history, warmup)], history[-1]
+    return (last["step"] - first["step"]) / (last["wall_seconds"] - first["wall_seconds"])
+
+
+def evaluation_share(history: Sequence[dict], warmup: int) -> float:
+    """The share of `wall_rate`'s span that its evaluations took (their records' `eval_seconds`), within one run."""
+    start = _start(history, warmup)
+    spent = sum(record.get("eval_seconds", 0.0) for record in history[start + 1 :])
+    return spent / (history[-1]["wall_seconds"] - history[start]["wall_seconds"])
+
+
+def _start(history: Sequence[dict], warmup: int) -> int:
+    """The index of the record whose wall time starts `wall_rate`'s span (which ends at the last record)."""
     if warmup < 1:
         raise ValueError(f"warmup {warmup}: the span starts at a record, so at least the first is left out")
     if len(history) <= warmup:
         raise ValueError(f"a run of {len(history)} log records has none after the {warmup} warm-up records")
     evaluated = [index + 1 for index, record in enumerate(history[:-1]) if "eval_seconds" in record]
-    first, last = history[max([warmup, *evaluated[:1]]) - 1], history[-1]
-    return (last["step"] - first["step"]) / (last["wall_seconds"] - first["wall_seconds"])
+    return max([warmup, *evaluated[:1]]) - 1

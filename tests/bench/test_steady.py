@@ -56,3 +56,11 @@ def test_wall_rate_starts_at_the_first_evaluation_whose_first_call_is_a_warmup()
     assert steady.wall_rate(history, 4) == pytest.approx(100 / 1.5)  # A later warm-up wins.
     only_last = records((100, 10.0), (200, 11.0), (300, 14.0), evaluated=(2,))  # A run's last record evaluates.
     assert steady.wall_rate(only_last, 1) == pytest.approx(200 / 4.0)
+
+
+def test_evaluation_share_is_the_evaluations_seconds_over_the_same_span():
+    history = records((100, 10.0), (200, 11.0), (300, 14.0), (400, 15.0), (500, 16.5), evaluated=(2, 4))
+    assert steady.evaluation_share(history, 1) == pytest.approx(0.5 / 2.5)  # The first evaluation's is left out.
+    every = records(*((100 * n, 2.0 * n) for n in (1, 2, 3, 4)), evaluated=(0, 1, 2, 3))
+    assert steady.evaluation_share(every, 1) == pytest.approx(3 * 0.5 / 6.0)
+    assert steady.evaluation_share(records((100, 1.0), (200, 2.0)), 1) == 0.0

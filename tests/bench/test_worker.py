@@ -13,6 +13,8 @@ HISTORY = [
     {"step": 200, "wall_seconds": 12.0, "steps_per_second": 100.0, "frames_per_second": 100.0, "seconds": 1.0},
     {"step": 300, "wall_seconds": 14.0, "steps_per_second": 100.0, "frames_per_second": 100.0, "seconds": 1.0},
 ]
+for record in HISTORY[1:]:
+    record["eval_seconds"] = 1.0
 
 
 @pytest.fixture
@@ -22,10 +24,18 @@ def trained(monkeypatch):
 
 def test_a_task_asks_for_the_records_own_rates_or_the_wall_clocks(trained):
     catch = configs.path("anakin_catch")
-    assert worker.rate(AnakinRun(catch, {})) == (100.0, "steps/s")  # The median of the records after the first.
-    assert worker.rate(AnakinRun(catch, {}, wall_clock=True)) == (50.0, "steps/s")  # 200 steps in 4 s.
+    assert worker.rate(AnakinRun(catch, {})) == (100.0, "steps/s", None)  # The median of the records after the first.
+    # From the first evaluation's record (the second): 100 steps in 2 s, half of them evaluating.
+    assert worker.rate(AnakinRun(catch, {}, wall_clock=True)) == (50.0, "steps/s", 0.5)
     cartpole = configs.path("sebulba_cartpole_ppo")
-    assert worker.rate(SebulbaRun(cartpole, {}, warmup=1)) == (100.0, "frames/s")
-    assert worker.rate(SebulbaRun(cartpole, {}, warmup=2, wall_clock=True)) == (50.0, "frames/s")  # 100 in 2 s.
+    assert worker.rate(SebulbaRun(cartpole, {}, warmup=1)) == (100.0, "frames/s", None)
+    assert worker.rate(SebulbaRun(cartpole, {}, warmup=2, wall_clock=True)) == (50.0, "frames/s", 0.5)
     pong = configs.path("sebulba_pong_impala")  # 4 Atari frames a step.
-    assert worker.rate(SebulbaRun(pong, {}, warmup=1, wall_clock=True)) == (200.0, "frames/s")
+    assert worker.rate(SebulbaRun(pong, {}, warmup=1, wall_clock=True))[:2] == (200.0, "frames/s")
+
+
+def test_a_wall_clock_tasks_results_hold_its_evaluation_shares(trained):
+    catch = configs.path("anakin_catch")
+    plain, timed = worker.measure([AnakinRun(catch, {}), AnakinRun(catch, {}, wall_clock=True)], repeats=2)
+    assert plain == {"rates": [100.0, 100.0], "unit": "steps/s", "platform": "cpu"}
+    assert timed == {"rates": [50.0, 50.0], "unit": "steps/s", "platform": "cpu", "eval_shares": [0.5, 0.5]}
