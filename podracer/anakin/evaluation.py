@@ -16,7 +16,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
 from podracer.anakin.program import AgentFor, AnakinState, over_members, state_specs
@@ -71,7 +71,9 @@ def make_evaluate(
     settings = config.evaluation
     episodes = settings.episodes
     padded = -(-episodes // mesh.size) * mesh.size  # Whole batches per device; the extra episodes are dropped.
-    keys = jax.random.split(jax.random.key(settings.seed), padded)
+    # Made on the mesh, split like the episodes (in every process of a job alike), so that no call moves them there.
+    sharded = NamedSharding(mesh, SHARDED)
+    keys = jax.jit(lambda: jax.random.split(jax.random.key(settings.seed), padded), out_shardings=sharded)()
     batched = wrap_for_evaluation(env)
     out_spec = PartitionSpec(None, DEVICE_AXIS) if members else SHARDED
 

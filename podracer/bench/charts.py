@@ -2,7 +2,8 @@
 
 Every point is its median with a bar from the smallest to the largest
 repetition. 4a, 4c's replicas and the population's total also draw linear
-scaling from their first point (dashed). matplotlib comes through
+scaling from their first point (dashed); the evaluation figure writes each
+frequency's cost against no evaluation over its bar. matplotlib comes through
 `podracer.plot` (the `plot` extra).
 """
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from podracer import plot
+from podracer.bench.evaluation import cost
 from podracer.bench.population import per_member
 from podracer.bench.records import Row
 from podracer.bench.steady import Spread
@@ -23,6 +25,7 @@ FILE_NAMES = {
     "suites": "suites.png",
     "population": "population.png",
     "muzero": "muzero.png",
+    "evaluation": "evaluation.png",
 }
 PANEL_INCHES = (5.5, 4.0)
 
@@ -184,6 +187,33 @@ def population(rows: Sequence[Row]) -> Any:
     return _finish(figure, f"Anakin populations, {_subject(points)}")
 
 
+def evaluation_cost(rows: Sequence[Row]) -> Any:
+    """A panel per benchmark: its rate without evaluation and evaluating every N records, each with its cost (and the
+    share of time its evaluations took)."""
+    benchmarks = _unique(row.benchmark for row in rows)
+    figure, axes = _panels(len(benchmarks))
+    for ax, benchmark in zip(axes, benchmarks, strict=True):
+        points = sorted(
+            (row for row in rows if row.benchmark == benchmark),
+            key=lambda row: 1 / row.eval_every_records if row.eval_every_records else 0,
+        )  # Off first, then ever more often.
+        _errorbar(ax, range(len(points)), points, label=None, bars=True)
+        ax.set_xticks(range(len(points)), [_how_often(row.eval_every_records) for row in points])
+        for x, row in enumerate(points):
+            if row.eval_every_records and row.efficiency is not None:
+                share = "" if row.eval_share is None else f"\nevaluating {row.eval_share:.1%}"
+                ax.annotate(cost(row) + share, (x, row.max), ha="center", va="bottom")
+        ax.set_xlabel(f"evaluation ({points[0].devices} {points[0].platform} devices)")
+        ax.set_ylim(0, 1.25 * max(row.max for row in points))  # Room for the costs.
+        ax.set_ylabel(f"{points[0].unit}, over wall time")
+        ax.set_title(f"{benchmark}: {points[0].env}, {points[0].network}")
+    return _finish(figure, f"Periodic evaluation's cost on training throughput ({_platforms(rows)})")
+
+
+def _how_often(every_records: int) -> str:
+    return "off" if every_records == 0 else "every record" if every_records == 1 else f"every {every_records} records"
+
+
 CHARTS: dict[str, Callable[[Sequence[Row]], Any]] = {
     "4a": anakin_scaling,
     "4b": actor_batch,
@@ -192,6 +222,7 @@ CHARTS: dict[str, Callable[[Sequence[Row]], Any]] = {
     "suites": suites,
     "population": population,
     "muzero": muzero,
+    "evaluation": evaluation_cost,
 }
 
 

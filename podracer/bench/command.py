@@ -1,19 +1,21 @@
 """`podracer bench`: measure the Podracer paper's Figure 4 on this machine, and write a CSV, a table and figures.
 
 The points of each figure are planned (`anakin_scaling`, `sebulba`,
-`pipeline`, `suites`, `population`, `muzero`), measured in fresh processes
+`pipeline`, `suites`, `population`, `muzero`, `evaluation`), measured in fresh processes
 grouped by device setup (`launch`), and written to the `--out` folder:
 bench.csv, bench.md and a PNG per figure. The options and their checks are
 `command_line`'s, done before anything here runs.
 """
 
 import os
+import statistics
 import time
 from collections.abc import Mapping, Sequence
 
 from podracer.bench import (
     anakin_scaling,
     charts,
+    evaluation,
     launch,
     machine,
     muzero,
@@ -40,6 +42,7 @@ PLANS = {
     "suites": suites.plan,
     "population": population.plan,
     "muzero": muzero.plan,
+    "evaluation": evaluation.plan,
 }
 
 
@@ -63,7 +66,7 @@ def run(options: Options) -> int:
     os.makedirs(options.out, exist_ok=True)
     measured = measure(points, options.repeats, env)
     rows = [_row(point, measured[index]) for index, point in enumerate(points) if index in measured]
-    rows = pipeline.with_efficiency(anakin_scaling.with_efficiency(rows))
+    rows = evaluation.with_efficiency(pipeline.with_efficiency(anakin_scaling.with_efficiency(rows)))
     write(options.out, options.figures, rows, this_machine)
     return 0 if len(rows) == len(points) else 1
 
@@ -151,6 +154,7 @@ def _row(point: Point, result: dict) -> Row:
         max=rates.max,
         repeats=len(result["rates"]),
         unit=result["unit"],
+        eval_share=statistics.median(result["eval_shares"]) if "eval_shares" in result else None,
         **point.columns,
     )
 

@@ -25,6 +25,7 @@ FIGURES = {
     "suites": "the environment suites' configs and Pong's ResNet, one device each",
     "population": "Anakin's total steps/s against the members of a population",
     "muzero": "MuZero on Sebulba: devices, replicas and simulations",
+    "evaluation": "training steps/s without periodic evaluation, and evaluating every 10 records and every record",
 }
 DEFAULT_FIGURES = ("4a", "4b", "4c", "pipeline")
 SEBULBA_ENVS = ("pong", "cartpole")

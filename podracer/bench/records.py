@@ -16,19 +16,30 @@ from typing import Any
 
 @dataclasses.dataclass(frozen=True)
 class AnakinRun:
-    """Train `config` (a config file) with `overrides`; the rate is the median steps/s after the first dispatch."""
+    """Train `config` (a config file) with `overrides`; the rate is the median steps/s after the first dispatch.
+
+    With `wall_clock`, the rate is the steps after the first dispatch over the
+    wall time they took (`steady.wall_rate`): what the run does between
+    dispatches, an evaluation above all, counts against it.
+    """
 
     config: str
     overrides: Mapping[str, Any]
+    wall_clock: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class SebulbaRun:
-    """Train `config` with `overrides`; the rate is frames/s over the log windows after the first `warmup`."""
+    """Train `config` with `overrides`; the rate is frames/s over the log windows after the first `warmup`.
+
+    With `wall_clock`, over the wall time between their records instead of the
+    learner's own time (`steady.wall_rate`), as `AnakinRun`'s.
+    """
 
     config: str
     overrides: Mapping[str, Any]
     warmup: int
+    wall_clock: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +94,7 @@ SWEPT = {
     "simulations": ("simulations",),
     "pipeline": ("env", "env_stepping"),
     "config": (),
+    "evaluation": ("eval_every_records",),
 }
 
 
@@ -90,7 +102,7 @@ SWEPT = {
 class Point:
     """One point of one figure, before it is measured."""
 
-    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population, muzero.
+    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population, muzero, evaluation.
     sweep: str  # What the figure varies at this point: one of SWEPT.
     benchmark: str  # The config's name (configs/NAME.py), or envpool_random_actions.
     launch: Launch
@@ -124,12 +136,16 @@ class Row:
     num_envs: int | None = None  # Anakin: environments over every device (each member's, in a population).
     simulations: int | None = None  # A search agent's simulations per action (MuZero).
     env_stepping: str | None = None  # Where the pipeline figure sets config.env_stepping: compiled or host.
+    eval_every_records: int | None = None  # The evaluation figure: log records per evaluation, 0 for none.
     median: float
     min: float
     max: float
     repeats: int
     unit: str  # steps/s or frames/s (Atari frames: agent steps x frame skip; one per step elsewhere).
-    efficiency: float | None = None  # 4a: FPS(n) / (n FPS(1)); pipeline: Sebulba / envpool alone.
+    # 4a: FPS(n) / (n FPS(1)); pipeline: Sebulba / envpool alone; evaluation: the rate / the rate without evaluation.
+    efficiency: float | None = None
+    # The evaluation figure: the share of the measured wall time spent evaluating (its records' eval_seconds), median.
+    eval_share: float | None = None
 
 
 ROW_COLUMNS = tuple(field.name for field in dataclasses.fields(Row))

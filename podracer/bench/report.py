@@ -15,9 +15,9 @@ from podracer.config.errors import count
 
 COLUMNS = ROW_COLUMNS + MACHINE_COLUMNS
 MARKDOWN_COLUMNS = ("figure", "sweep", "benchmark", "env", "network", "platform", "setting")
-MARKDOWN_RESULTS = ("median", "min", "max", "unit", "repeats", "per member", "efficiency")
-NUMBERS = ("median", "min", "max", "repeats", "per member", "efficiency")  # Right-aligned.
-DECIMALS = {"median": 1, "min": 1, "max": 1, "efficiency": 4}  # In the CSV.
+MARKDOWN_RESULTS = ("median", "min", "max", "unit", "repeats", "per member", "evaluating", "efficiency")
+NUMBERS = ("median", "min", "max", "repeats", "per member", "evaluating", "efficiency")  # Right-aligned.
+DECIMALS = {"median": 1, "min": 1, "max": 1, "efficiency": 4, "eval_share": 4}  # In the CSV.
 
 
 def write_csv(path: str, rows: Sequence[Row], machine: Machine) -> None:
@@ -45,7 +45,9 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         "warm-up left out): the median of the repeats, with their smallest and largest. Frames are agent steps "
         "times Atari's frame skip of 4 (one per step elsewhere). A population's rates are the total over its "
         "members; per member is its median over their number. Efficiency: figure 4a FPS(n) / (n FPS(1)); "
-        "pipeline, Sebulba over envpool alone.",
+        "pipeline, Sebulba over envpool alone; evaluation, the rate over the rate without evaluation (these rates "
+        "are over the wall time between log records, evaluations included), and evaluating is the share of that "
+        "time the evaluations took in each run (median).",
         "",
         "| " + " | ".join(header) + " |",
         "| " + " | ".join("---:" if name in NUMBERS else "---" for name in header) + " |",
@@ -54,13 +56,18 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         cells = [row.figure, row.sweep, row.benchmark, row.env, row.network, row.platform, setting(row)]
         cells += [f"{row.median:,.0f}", f"{row.min:,.0f}", f"{row.max:,.0f}", row.unit, str(row.repeats)]
         cells.append("" if row.members is None else f"{per_member(row).median:,.0f}")
+        cells.append("" if row.eval_share is None else f"{row.eval_share:.1%}")
         cells.append("" if row.efficiency is None else f"{row.efficiency:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def setting(row: Row) -> str:
-    """What distinguishes the point, in words: its devices, batch, split, replicas or members."""
+    """What distinguishes the point, in words: its devices, batch, split, replicas or members, and its evaluation."""
+    return _shape(row) + _evaluation(row)
+
+
+def _shape(row: Row) -> str:
     if row.num_envs is not None:  # Anakin; a population's environments are each member's.
         envs = f"{count(row.members, 'member')} x {row.num_envs} envs" if row.members else f"{row.num_envs} envs"
         return f"{count(row.devices, 'device')}, {envs}, unroll {row.unroll_length}"
@@ -76,6 +83,14 @@ def setting(row: Row) -> str:
     search = f", {row.simulations} simulations" if row.simulations else ""
     stepping = f", {row.env_stepping} stepping" if row.env_stepping else ""
     return f"{replicas}{devices}, {threads}{search}{stepping}"
+
+
+def _evaluation(row: Row) -> str:
+    if row.eval_every_records is None:
+        return ""
+    if row.eval_every_records == 0:
+        return ", no evaluation"
+    return f", evaluation every {'record' if row.eval_every_records == 1 else count(row.eval_every_records, 'record')}"
 
 
 def _cell(name: str, value: object) -> object:

@@ -5,7 +5,8 @@ for warming up (first transfers, allocation), so its record is dropped and the
 rate is the median over the others. Sebulba's first log windows hold the
 actors' first inference compilations and the pipeline filling up, so the
 first `warmup` windows are dropped and the rate is the frames of the rest over
-their wall-clock time.
+their wall-clock time. `wall_rate` counts everything a run does between its
+records, evaluations included, which the records' own rates leave out.
 """
 
 import dataclasses
@@ -42,3 +43,35 @@ def sebulba_rate(history: Sequence[dict], warmup: int) -> float:
         raise ValueError(f"a run of {len(history)} log records has none after the {warmup} warm-up updates")
     frames = sum(record["frames_per_second"] * record["seconds"] for record in steady)
     return frames / sum(record["seconds"] for record in steady)
+
+
+def wall_rate(history: Sequence[dict], warmup: int) -> float:
+    """Steps/s after the first `warmup` records and the first evaluation, over the wall time between records.
+
+    A record's `steps_per_second` leaves out what the run does between its
+    dispatches or log windows (an evaluation, by design); the time between
+    records' `wall_seconds` counts it. The rate is over the whole span, not a
+    median of each record's, since a median would leave out an evaluation
+    made at every tenth record. The span starts at the first evaluation's
+    record when that is later (and not the last): a program's first call pays
+    a one-off cost, as the first dispatch does. A population's steps are each member's.
+    """
+    first, last = history[_start(history, warmup)], history[-1]
+    return (last["step"] - first["step"]) / (last["wall_seconds"] - first["wall_seconds"])
+
+
+def evaluation_share(history: Sequence[dict], warmup: int) -> float:
+    """The share of `wall_rate`'s span that its evaluations took (their records' `eval_seconds`), within one run."""
+    start = _start(history, warmup)
+    spent = sum(record.get("eval_seconds", 0.0) for record in history[start + 1 :])
+    return spent / (history[-1]["wall_seconds"] - history[start]["wall_seconds"])
+
+
+def _start(history: Sequence[dict], warmup: int) -> int:
+    """The index of the record whose wall time starts `wall_rate`'s span (which ends at the last record)."""
+    if warmup < 1:
+        raise ValueError(f"warmup {warmup}: the span starts at a record, so at least the first is left out")
+    if len(history) <= warmup:
+        raise ValueError(f"a run of {len(history)} log records has none after the {warmup} warm-up records")
+    evaluated = [index + 1 for index, record in enumerate(history[:-1]) if "eval_seconds" in record]
+    return max([warmup, *evaluated[:1]]) - 1

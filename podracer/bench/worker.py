@@ -4,7 +4,8 @@
 
 TASKS.json holds `{"repeats": R, "tasks": [...]}` (see `records.task_to_json`);
 the tasks run R rounds, each task once per round, and RESULTS.json receives one
-`{"rates", "unit", "platform"}` per task, in order. JAX's device count and
+`{"rates", "unit", "platform"}` per task, in order (and a wall-clock task's
+`eval_shares`). JAX's device count and
 platform are fixed when it starts, which is why the benchmark starts a
 process per device setup (`podracer.bench.launch`). In a pod of processes
 every process trains, and process 0 writes the results.
@@ -17,21 +18,31 @@ from collections.abc import Sequence
 
 import jax
 
-from podracer.bench import steady
+from podracer.bench import configs, steady
 from podracer.bench.envpool_raw import envpool_frames_per_second
-from podracer.bench.records import AnakinRun, EnvpoolRun, Task, task_from_json
+from podracer.bench.records import AnakinRun, EnvpoolRun, SebulbaRun, Task, task_from_json
 from podracer.config.loading import load
 from podracer.experiment.train import train
 
 
-def rate(task: Task) -> tuple[float, str]:
-    """One measurement of `task`: its rate and the rate's unit."""
+def rate(task: Task) -> tuple[float, str, float | None]:
+    """One measurement of `task`: its rate, the rate's unit, and a wall-clock task's share of time spent evaluating."""
     if isinstance(task, EnvpoolRun):
-        return envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread), "frames/s"
-    history = train(load(task.config, task.overrides)).history
+        return envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread), "frames/s", None
+    config = load(task.config, task.overrides)
+    history = train(config).history
+    warmup = task.warmup if isinstance(task, SebulbaRun) else 1
+    if task.wall_clock:
+        value = steady.wall_rate(history, warmup) * configs.frames_per_step(config)
+        return value, unit(task), steady.evaluation_share(history, warmup)
     if isinstance(task, AnakinRun):
-        return steady.anakin_rate(history), "steps/s"
-    return steady.sebulba_rate(history, task.warmup), "frames/s"
+        return steady.anakin_rate(history), unit(task), None
+    return steady.sebulba_rate(history, warmup), unit(task), None
+
+
+def unit(task: Task) -> str:
+    """Anakin's rates are steps/s; Sebulba's and envpool's frames/s (agent steps times Atari's frame skip)."""
+    return "steps/s" if isinstance(task, AnakinRun) else "frames/s"
 
 
 def measure(tasks: Sequence[Task], repeats: int) -> list[dict]:
@@ -39,20 +50,27 @@ def measure(tasks: Sequence[Task], repeats: int) -> list[dict]:
 
     Interleaving puts the tasks of one process side by side in time, so that a
     ratio of two of them (the pipeline's efficiency, a scaling efficiency)
-    compares figures taken under the same load.
+    compares figures taken under the same load. A wall-clock task's result
+    also holds each repeat's share of time spent evaluating (`eval_shares`).
     """
     rates: list[list[float]] = [[] for _ in tasks]
-    units = [""] * len(tasks)
+    shares: list[list[float]] = [[] for _ in tasks]
     for _ in range(repeats):
         for index, task in enumerate(tasks):
-            value, units[index] = rate(task)
+            value, _, share = rate(task)
             rates[index].append(value)
+            if share is not None:
+                shares[index].append(share)
     platform = jax.default_backend()  # Only now: a pod's processes start JAX's distributed runtime in `train`.
-    results = [
-        {"rates": r, "unit": u, "platform": "cpu" if isinstance(t, EnvpoolRun) else platform}
-        for r, u, t in zip(rates, units, tasks, strict=True)
+    return [
+        {
+            "rates": r,
+            "unit": unit(t),
+            "platform": "cpu" if isinstance(t, EnvpoolRun) else platform,
+            **({"eval_shares": s} if s else {}),
+        }
+        for r, s, t in zip(rates, shares, tasks, strict=True)
     ]
-    return results
 
 
 def main(argv: Sequence[str]) -> int:

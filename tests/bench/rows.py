@@ -45,3 +45,8 @@ def muzero_row(sweep: str, median: float, **columns) -> Row:
         **spread(median),
     }
     return Row(**{**fields, **columns})
+
+
+def evaluation_row(every_records: int, median: float) -> Row:
+    """An evaluation figure's row of Catch on 2 devices, evaluating every `every_records` log records (0: never)."""
+    return catch_row("evaluation", "evaluation", 2, median, num_envs=512, eval_every_records=every_records)

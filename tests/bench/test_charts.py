@@ -1,10 +1,12 @@
 """The figures drawn from hand-made rows: one per figure, and the population's totals and rates per member."""
 
+import dataclasses
+
 import pytest
 
 from podracer import plot
-from podracer.bench import charts, command
-from tests.bench.rows import muzero_row, population_row
+from podracer.bench import charts, command, evaluation
+from tests.bench.rows import evaluation_row, muzero_row, population_row
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -49,4 +51,15 @@ def test_the_muzero_chart_draws_the_device_split_the_replicas_and_the_simulation
         4_000,
         2_000,
     ]
+    plot.pyplot().close(figure)
+
+
+def test_the_evaluation_chart_draws_a_bar_per_frequency_with_its_cost_against_none():
+    rows = [evaluation_row(1, 900.0), evaluation_row(0, 1000.0), evaluation_row(10, 990.0)]
+    rows = evaluation.with_efficiency([dataclasses.replace(rows[0], eval_share=0.085), *rows[1:]])
+    figure = charts.evaluation_cost(rows)
+    (ax,) = figure.axes
+    assert [bar.get_height() for bar in ax.patches] == [1000.0, 990.0, 900.0]  # None, then ever more often.
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["off", "every 10 records", "every record"]
+    assert [text.get_text() for text in ax.texts] == ["-1.0%", "-10.0%\nevaluating 8.5%"]
     plot.pyplot().close(figure)

@@ -44,7 +44,9 @@ def test_quick_repeats_once_on_cartpole_unless_told_otherwise(tmp_path):
 
 
 def test_the_opt_in_figures_run_only_when_named():
-    assert {"suites", "population", "muzero"} <= set(command_line.FIGURES) - set(command_line.DEFAULT_FIGURES)
+    assert {"suites", "population", "muzero", "evaluation"} <= set(command_line.FIGURES) - set(
+        command_line.DEFAULT_FIGURES
+    )
     assert parse_arguments(["--figures", "population,4a"]).figures == ("4a", "population")
 
 
@@ -65,7 +67,7 @@ def write_results(folder):
 
 
 BAD = [
-    (["--figures", "4d"], ["argument --figures: '4d'", "4a,4b,4c,pipeline,suites,population,muzero"]),
+    (["--figures", "4d"], ["argument --figures: '4d'", "4a,4b,4c,pipeline,suites,population,muzero,evaluation"]),
     (["--figures="], ["argument --figures: ''"]),
     (["--repeats", "0"], ["argument --repeats: '0'", "at least 1"]),
     (["--repeats=three"], ["argument --repeats: 'three'"]),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from podracer.bench import anakin_scaling, configs, launch, muzero, pipeline, population, sebulba, suites
+from podracer.bench import anakin_scaling, configs, evaluation, launch, muzero, pipeline, population, sebulba, suites
 from podracer.bench.records import EnvpoolRun, Launch, Setup, task_from_json, task_to_json
 
 CPU_QUICK = Setup(quick=True, forced_cpu=True, max_devices=2, sebulba_env="cartpole")
@@ -132,7 +132,8 @@ def test_only_population_points_have_members():
 
 
 def test_tasks_travel_as_json():
-    for point in [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population.plan(CPU_FULL)]:
+    points = [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population.plan(CPU_FULL)]
+    for point in points + evaluation.plan(CPU_QUICK):
         assert task_from_json(task_to_json(point.task)) == point.task
 
 
@@ -149,3 +150,30 @@ def test_muzero_scales_like_figure_4c_then_sweeps_the_simulations_learning_from_
     assert {p.launch for p in points if p.sweep == "simulations"} == {Launch(2, cpu_threads=0)}
     quick = muzero.plan(CPU_QUICK)
     assert [p.columns["simulations"] for p in quick if p.sweep == "simulations"] == list(muzero.QUICK_SIMULATIONS)
+
+
+def test_evaluation_trains_catch_then_cartpole_evaluating_every_n_records_by_the_wall_clock():
+    points = evaluation.plan(CPU_FULL)
+    assert [p.label() for p in points] == [
+        *[f"evaluation anakin_catch eval_every_records={n}" for n in (0, 10, 1)],
+        *[f"evaluation sebulba_cartpole_ppo eval_every_records={n}" for n in (0, 1)],
+    ]
+    assert all(p.task.wall_clock for p in points)  # Rates over wall time: the evaluations count.
+    catch, cartpole = points[:3], points[3:]
+    record = 2 * 16 * 512  # A Catch dispatch (one record): 2 updates of 512 envs x 16 steps, on its 2 CPU devices.
+    assert [p.task.overrides["evaluation.every_steps"] for p in catch] == [0, 10 * record, record]
+    assert {p.task.overrides["total_steps"] for p in catch} == {evaluation.DISPATCHES * record}
+    assert {p.launch for p in catch} == {Launch(2, cpu_threads=1)}  # One process: the points interleaved.
+    window = 40 * 2 * 16 * 16  # A CartPole log window: 40 updates of 2 threads x 16 envs x 16 steps.
+    assert [p.task.overrides["log_every_updates"] for p in cartpole] == [40, 40]
+    assert [p.task.overrides["evaluation.every_steps"] for p in cartpole] == [0, window]
+    for point in points:  # As the measuring process loads it: the default 32 episodes, greedy.
+        config = configs.load_named(point.benchmark, point.task.overrides)
+        assert (config.evaluation.episodes, config.evaluation.greedy) == (32, True)
+
+
+def test_quick_evaluation_runs_a_few_dispatches_and_windows():
+    points = evaluation.plan(CPU_QUICK)
+    assert {p.task.overrides["total_steps"] for p in points[:3]} == {anakin_scaling.QUICK_DISPATCHES * 2 * 16 * 512}
+    assert {p.task.overrides["total_steps"] for p in points[3:]} == {(sebulba.WARMUP_UPDATES + 3) * 40 * 512}
+    assert len(launch.by_launch(points)) == 1  # With XLA's default threads, Catch and CartPole share a process.

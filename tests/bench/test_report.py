@@ -1,13 +1,14 @@
 """bench.csv and bench.md from hand-made rows, and the efficiencies computed from rows."""
 
 import csv
+import dataclasses
 
 import pytest
 
-from podracer.bench import anakin_scaling, pipeline, population, report
+from podracer.bench import anakin_scaling, evaluation, pipeline, population, report
 from podracer.bench.machine import Machine
 from podracer.bench.records import Row
-from tests.bench.rows import population_row, scaling_row
+from tests.bench.rows import evaluation_row, population_row, scaling_row
 
 MACHINE = Machine(
     cpu_model="Test CPU @ 2.0GHz",
@@ -142,3 +143,25 @@ def test_the_setting_of_a_point_says_what_distinguishes_it():
     assert report.setting(replicas) == "2 replicas x 1 actor + 1 learner device, 2 threads x 36 envs, unroll 20"
     shared = Row(**{**split.__dict__, "devices": 1, "learner_devices": 1})
     assert report.setting(shared).startswith("1 device shared by actors and learner")
+
+
+def test_evaluation_rows_are_told_apart_and_compared_with_their_benchmark_without_evaluation(tmp_path):
+    rows = [scaling_row(1, 900.0), evaluation_row(0, 1000.0), evaluation_row(10, 990.0), evaluation_row(1, 968.0)]
+    rows = evaluation.with_efficiency([dataclasses.replace(row, eval_share=0.03) for row in rows[:3]] + rows[3:])
+    assert [row.efficiency for row in rows] == pytest.approx([None, 1.0, 0.99, 0.968])  # 4a's is not its figure's.
+    assert [evaluation.cost(row) for row in rows[2:]] == ["-1.0%", "-3.2%"]
+    assert [report.setting(row) for row in rows[1:]] == [
+        "2 devices, 512 envs, unroll 16, no evaluation",
+        "2 devices, 512 envs, unroll 16, evaluation every 10 records",
+        "2 devices, 512 envs, unroll 16, evaluation every record",
+    ]
+    report.write_csv(str(tmp_path / "bench.csv"), rows, MACHINE)
+    with open(tmp_path / "bench.csv", newline="") as f:
+        written = list(csv.DictReader(f))
+    assert [row["eval_every_records"] for row in written] == ["", "0", "10", "1"]
+    assert [row["eval_share"] for row in written] == ["0.03", "0.03", "0.03", ""]
+    table = [line for line in report.markdown(rows, MACHINE).splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    shares = [[cell.strip() for cell in line.strip("|").split("|")][header.index("evaluating")] for line in table[3:]]
+    assert shares == ["3.0%", "3.0%", ""]
+    assert evaluation.with_efficiency(rows[2:]) == rows[2:]  # Without the row to compare with, none.
