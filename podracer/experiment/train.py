@@ -18,6 +18,7 @@ from ml_collections import ConfigDict
 from podracer.agents import Agent
 from podracer.anakin.train import train as train_anakin
 from podracer.experiment import schema
+from podracer.run import workdir_lock
 from podracer.run.contract import Callback, TrainResult
 from podracer.runtime import distributed
 from podracer.sebulba.train import train as train_sebulba
@@ -37,9 +38,11 @@ def train(
 
     With `workdir`, writes `metrics.jsonl`, TensorBoard events and the resolved
     `config.json` there (process 0 of the job only). Raises `ConfigError`,
-    naming the field and the fix, before anything is compiled or written.
+    naming the field and the fix, before anything is compiled or written,
+    and `WorkdirInUse` (a `ConfigError`) if another run holds `workdir`.
     With `config.replicas > 1` every process of the job calls this.
     """
     schema.validate(config, agent_from_config=agent is None, env_from_config=env is None)
     distributed.start(config)  # Before anything touches a device.
-    return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)
+    with workdir_lock.hold(workdir):  # Before anything is built: another run's workdir is refused.
+        return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)
