@@ -21,7 +21,7 @@ import podracer
 from podracer import cli
 from podracer.config.errors import ConfigError
 from podracer.run.workdir_lock import LOCK_FILE, WorkdirInUse, hold
-from tests.helpers import HANG_SECONDS, ROOT, load_config
+from tests.helpers import HANG_SECONDS, ROOT, load_config, start_pod
 
 # A process that holds WORKDIR (argv[1]) through podracer's lock, says so, and waits to be killed.
 HOLDER = "import sys, time; from podracer.run.workdir_lock import hold\nwith hold(sys.argv[1]):\n    print('held', flush=True); time.sleep(600)"
@@ -157,3 +157,14 @@ def test_a_second_run_on_a_live_runs_workdir_exits_2_and_the_first_finishes_with
         assert [json.loads(line)["step"] for line in f] == [512, 1024, 1536]
     assert json.loads((tmp_path / "config.json").read_text())["seed"] == config.seed != 7
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+@pytest.mark.slow  # A pod of two fresh processes (4 s on an idle 2-core machine, more under the suite).
+def test_in_a_pod_process_0_holds_the_workdir_and_every_process_stops_when_it_cannot(tmp_path):
+    with hold(str(tmp_path)):
+        pod = start_pod("train_in_pod", 2, 2, args=("anakin_catch", "{}", str(tmp_path)))
+        outputs = [process.communicate(timeout=HANG_SECONDS) for process in pod]
+    assert [process.returncode for process in pod] == [1, 1]  # The program lets the error through.
+    assert f"WorkdirInUse: config.workdir: {tmp_path} is in use by another run (pid {os.getpid()}" in outputs[0][1]
+    assert "ConfigError: config.workdir: process 0 could not take the workdir" in outputs[1][1]
+    assert os.listdir(tmp_path) == []
