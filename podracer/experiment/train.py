@@ -39,7 +39,8 @@ def train(
     With `workdir`, writes `metrics.jsonl`, TensorBoard events and the resolved
     `config.json` there (process 0 of the job only). Raises `ConfigError`,
     naming the field and the fix, before anything is compiled or written,
-    and `WorkdirInUse` (a `ConfigError`) if another run holds `workdir`.
+    and `WorkdirInUse` (a `ConfigError`) if another run holds `workdir`; a
+    full disk under `workdir` stops the run with `DiskFull`, which says how to resume.
     With `config.replicas > 1` every process of the job calls this.
     """
     schema.validate(config, agent_from_config=agent is None, env_from_config=env is None)

@@ -101,17 +101,18 @@ def _take(workdir: str) -> tuple[int, list[str]]:
             f"{workdir!r} is a URL; podracer writes its workdir through the file system",
             "train into a local or NFS folder and copy it to the object store afterwards (see 'Preemption and resume')",
         )
-    created = _missing_folders(workdir)
+    created, descriptor = _missing_folders(workdir), NOT_LOCKED
     try:
         os.makedirs(workdir, exist_ok=True)
         descriptor, previous = _lock(os.path.join(workdir, LOCK_FILE))
-        if descriptor == NOT_LOCKED:
-            return descriptor, created
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, _holder_json(), 0)
+        if descriptor != NOT_LOCKED:
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, _holder_json(), 0)
     except OSError as error:
-        _remove_if_empty(created)
-        why = "it is a file" if os.path.isfile(workdir) else f"{error.strerror}: {error.filename}"
+        _release(workdir, descriptor, created)
+        why = f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+        if os.path.isfile(workdir):
+            why = "it is a file"
         raise ConfigError(
             "workdir", f"{workdir} cannot be a workdir ({why})", "give --workdir a folder you can write"
         ) from None
@@ -177,7 +178,7 @@ def _holder_json() -> bytes:
 def _release(workdir: str, descriptor: int, created: list[str]) -> None:
     """Removes the lock file, then unlocks it (a run waiting on the old file then locks a new one)."""
     if descriptor != NOT_LOCKED:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # Left behind, the file is unlocked: the next run takes it over.
             os.remove(os.path.join(workdir, LOCK_FILE))
         os.close(descriptor)
     _remove_if_empty(created)

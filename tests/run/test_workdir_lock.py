@@ -120,6 +120,20 @@ def test_what_cannot_be_a_workdir_is_a_config_error_of_workdir(tmp_path, workdir
     assert sorted(os.listdir(tmp_path)) == (["notes.txt"] if "notes" in workdir else [])
 
 
+def test_a_lock_that_cannot_be_written_is_a_config_error_and_left_unlocked(tmp_path, monkeypatch):
+    def no_space(descriptor, data, offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "pwrite", no_space)
+        with pytest.raises(ConfigError, match=r"config.workdir: .* cannot be a workdir \(No space left on device\)"):
+            with hold(str(tmp_path / "run")):
+                pass
+    assert os.listdir(tmp_path) == []
+    with hold(str(tmp_path / "run")):
+        pass
+
+
 def test_train_refuses_a_held_workdir_before_building(tmp_path):
     config = load_config("anakin_catch", num_envs=8, total_steps=8 * 16)
     with hold(str(tmp_path)):
