@@ -6,7 +6,8 @@ that is a file or cannot be created are reported in a line or two naming
 the field, file or flag and the fix, before anything is compiled or
 written, with exit status 2; the workdir is checked before JAX is even
 imported. A failed Sebulba thread exits 1 with its traceback, a non-finite
-loss, gradient or parameter exits 1 naming the update; SIGINT and SIGTERM
+loss, gradient or parameter exits 1 naming the update, a full disk exits 1
+naming the last good checkpoint and how to resume; SIGINT and SIGTERM
 exit 130 and 143 after a checkpoint.
 """
 
@@ -57,6 +58,7 @@ def train(args: argparse.Namespace) -> int:
     from podracer.config.loading import load
     from podracer.experiment.train import train as train_run
     from podracer.run.contract import recent_return
+    from podracer.run.disk_full import DiskFull
     from podracer.run.finite import NonFiniteError
     from podracer.run.progress import ProgressBar
     from podracer.run.stopping import StoppedBySignal
@@ -70,7 +72,7 @@ def train(args: argparse.Namespace) -> int:
         result = train_run(config, workdir=args.workdir, callbacks=[ProgressBar()] if args.progress else [])
     except ConfigError as error:
         return report(args.prog, error)
-    except (ThreadFailed, NonFiniteError) as error:
+    except (ThreadFailed, NonFiniteError, DiskFull) as error:
         return report(args.prog, error, EXIT_FAILURE)
     except StoppedBySignal as error:
         print(f"{args.prog}: {error}", file=sys.stderr)

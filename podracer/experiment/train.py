@@ -19,7 +19,7 @@ from ml_collections import ConfigDict
 from podracer.agents import Agent
 from podracer.anakin.train import train as train_anakin
 from podracer.experiment import schema
-from podracer.run import wandb_logger
+from podracer.run import wandb_logger, workdir_lock
 from podracer.run.contract import Callback, TrainResult
 from podracer.runtime import distributed
 from podracer.sebulba.train import train as train_sebulba
@@ -40,13 +40,18 @@ def train(
     With `workdir`, writes `metrics.jsonl`, TensorBoard events and the resolved
     `config.json` there (process 0 of the job only); with
     `logger.wandb.project`, process 0 also logs every record to wandb
-    (`podracer.run.wandb_logger`). Raises `ConfigError`,
-    naming the field and the fix, before anything is compiled or written.
+    (`podracer.run.wandb_logger`). Raises `ConfigError`, naming the field and
+    the fix, before anything is compiled or written, and `WorkdirInUse` (a
+    `ConfigError`) if another run holds `workdir`; a full disk under `workdir`
+    stops the run with `DiskFull`, which says how to resume.
     With `config.replicas > 1` every process of the job calls this.
     """
     schema.validate(config, agent_from_config=agent is None, env_from_config=env is None)
     distributed.start(config)  # Before anything touches a device.
-    tracker = wandb_logger.start(config, workdir)  # With logger.wandb.project, on process 0; None otherwise.
-    with tracker or contextlib.nullcontext():  # Finishes the wandb run however the run ends.
-        callbacks = (*callbacks, tracker) if tracker else callbacks
-        return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)
+    with workdir_lock.hold(
+        workdir
+    ):  # Before anything is built, wandb's run included: another run's workdir is refused.
+        tracker = wandb_logger.start(config, workdir)  # With logger.wandb.project, on process 0; None otherwise.
+        with tracker or contextlib.nullcontext():  # Finishes the wandb run however the run ends.
+            callbacks = (*callbacks, tracker) if tracker else callbacks
+            return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)

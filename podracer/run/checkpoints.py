@@ -30,6 +30,7 @@ from jax.experimental import multihost_utils
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
+from podracer.run import disk_full, orbax_reports
 
 # Fields a resumed run may change: how long it runs, how often and where it logs, saves and evaluates, how the host
 # is set up.
@@ -84,7 +85,9 @@ class Checkpointer:
                 f"'must' but {self.directory} holds no checkpoint",
                 "check --workdir, or use --config.resume=auto to start afresh when there is none",
             )
-        self.newest = next((meta for meta in map(self._read_meta, self.steps) if meta is not None), None)
+        self.newest = next(
+            (meta for update in self.steps if (meta := read_meta(self.directory, update)) is not None), None
+        )
         if self.newest is not None:
             where = os.path.join(self.directory, str(self.newest["update"]))
             refuse_incompatible(self.newest["config"], config, where)
@@ -101,12 +104,13 @@ class Checkpointer:
         target = jax.tree.map(_abstract, to_savable(like))
         for update in self.steps:
             try:
-                restored = self._manager.restore(
-                    update,
-                    args=ocp.args.Composite(state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()),
-                )
+                with orbax_reports.held(explained=lambda error: True):  # Said below in one line.
+                    restored = self._manager.restore(
+                        update,
+                        args=ocp.args.Composite(state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()),
+                    )
             except Exception as error:  # noqa: BLE001 -- any unreadable checkpoint: fall back to the previous.
-                reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                reason = (str(error).strip().splitlines() or [type(error).__name__])[0].split(" [tensorstore_spec")[0]
                 print(
                     f"podracer: checkpoint {self.directory}/{update} cannot be read ({reason}); trying an older one",
                     file=sys.stderr,
@@ -145,17 +149,22 @@ class Checkpointer:
         """Writes the checkpoint of `update` (every process calls this); does nothing without a workdir."""
         if self.directory is None or update == self._last_saved_update:
             return
-        if self._manager is None:
-            self._manager = self._open()
-        if self._config.resume == "never" and self._last_saved_update is None:
-            for step in self._manager.all_steps():  # The earlier run's, at this run's first save.
-                self._manager.delete(step)
-        meta = {**meta, "update": update, "config": self._config.to_dict()}
-        self._manager.save(
-            update,
-            args=ocp.args.Composite(state=ocp.args.StandardSave(to_savable(state)), meta=ocp.args.JsonSave(meta)),
-        )
-        self._manager.wait_until_finished()
+        where = f"writing checkpoint {update}"
+        with (
+            disk_full.reported(where, self.directory, lambda: newest_saved(self.directory)),
+            orbax_reports.held(explained=lambda error: disk_full.full_reason(error) is not None),
+        ):
+            if self._manager is None:
+                self._manager = self._open()
+            if self._config.resume == "never" and self._last_saved_update is None:
+                for step in self._manager.all_steps():  # The earlier run's, at this run's first save.
+                    self._manager.delete(step)
+            meta = {**meta, "update": update, "config": self._config.to_dict()}
+            self._manager.save(
+                update,
+                args=ocp.args.Composite(state=ocp.args.StandardSave(to_savable(state)), meta=ocp.args.JsonSave(meta)),
+            )
+            self._manager.wait_until_finished()
         self._last_saved_update = update
 
     def _open(self) -> ocp.CheckpointManager:
@@ -174,13 +183,23 @@ class Checkpointer:
         if self._manager is not None:
             self._manager.close()
 
-    def _read_meta(self, update: int) -> dict | None:
-        path = os.path.join(self.directory, str(update), "meta", "metadata")
-        try:
-            with open(path) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return None
+
+def read_meta(directory: str, update: int) -> dict | None:
+    """The metadata of `directory`'s checkpoint of `update` (update, step, config, ...); None if it cannot be read."""
+    try:
+        with open(os.path.join(directory, str(update), "meta", "metadata")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def newest_saved(directory: str) -> tuple[str, int] | None:
+    """The newest checkpoint in `directory` whose metadata can be read, as `(its folder, its step)`; None if none."""
+    updates = [int(name) for name in os.listdir(directory) if name.isdigit()] if os.path.isdir(directory) else []
+    for update in sorted(updates, reverse=True):
+        if (meta := read_meta(directory, update)) is not None:
+            return os.path.join(directory, str(update)), meta["step"]
+    return None
 
 
 def agree(save_due: bool, stop_requested: bool, seconds: float = 0.0) -> tuple[bool, bool, float]:

@@ -8,16 +8,25 @@ them back under it. TensorBoard, and any tracker through `scalars`, shows a memb
 scalars as `member_I/NAME`.
 """
 
+import contextlib
+import functools
 import json
 import math
 import os
+import time
 
 from ml_collections import ConfigDict
-from tensorboardX import SummaryWriter
+from tensorboardX.event_file_writer import EventsWriter
+from tensorboardX.proto.event_pb2 import Event, SessionLog
+from tensorboardX.proto.summary_pb2 import Summary
+from tensorboardX.summary import scalar
 
+from podracer.run import disk_full
+from podracer.run.checkpoints import FOLDER, newest_saved
 from podracer.runtime.distributed import is_chief
 
 MEMBERS = "members"  # The field of a population's record that holds its members' records.
+FLUSH_SECONDS = 120.0  # How long TensorBoard's events may wait in memory (tensorboardX's default).
 
 
 class MetricsWriter:
@@ -32,33 +41,77 @@ class MetricsWriter:
         self._jsonl = None
         self._tensorboard = None
         self.kept: list[dict] = []  # The records of the run before it resumed, as they were logged.
+        self._reported = contextlib.nullcontext
         if workdir and is_chief():
-            os.makedirs(workdir, exist_ok=True)
-            with open(os.path.join(workdir, "config.json"), "w") as f:
-                f.write(config.to_json(indent=2))
-            path = os.path.join(workdir, "metrics.jsonl")
-            if resume_step is not None:
-                self.kept = _records_up_to(path, resume_step)
-                replace_file(path, "".join(_json_lines(record) for record in self.kept))
-            # A fresh run replaces an earlier run's records; a resumed one appends to those it kept.
-            self._jsonl = open(path, "w" if resume_step is None else "a")  # noqa: SIM115 -- closed by close().
-            purge = {} if resume_step is None else {"purge_step": resume_step + 1}
-            self._tensorboard = SummaryWriter(workdir, **purge)
+            checkpoints = os.path.join(workdir, FOLDER)
+            self._reported = functools.partial(
+                disk_full.reported, "writing the metrics", workdir, lambda: newest_saved(checkpoints)
+            )
+            with self._reported():
+                self._open(workdir, config, resume_step)
+
+    def _open(self, workdir: str, config: ConfigDict, resume_step: int | None) -> None:
+        """Writes `config.json`, keeps the records up to `resume_step` and opens the files records go to."""
+        os.makedirs(workdir, exist_ok=True)
+        with open(os.path.join(workdir, "config.json"), "w") as f:
+            f.write(config.to_json(indent=2))
+        path = os.path.join(workdir, "metrics.jsonl")
+        if resume_step is not None:
+            self.kept = _records_up_to(path, resume_step)
+            replace_file(path, "".join(_json_lines(record) for record in self.kept))
+        # A fresh run replaces an earlier run's records; a resumed one appends to those it kept.
+        self._jsonl = open(path, "w" if resume_step is None else "a")  # noqa: SIM115 -- closed by close().
+        self._tensorboard = EventFile(workdir, purge_step=None if resume_step is None else resume_step + 1)
 
     def write(self, record: dict) -> None:
-        """Logs one record; `record["step"]` is the environment step count so far."""
+        """Logs one record; `record["step"]` is the environment step count so far. Raises `DiskFull` on a full disk."""
+        with self._reported():
+            self._write(record)
+
+    def _write(self, record: dict) -> None:
         if self._jsonl:
             self._jsonl.write(_json_lines(record))
             self._jsonl.flush()
         if self._tensorboard:
-            for name, value in scalars(record).items():
-                self._tensorboard.add_scalar(name, value, record["step"])
+            self._tensorboard.write(record["step"], scalars(record))
 
     def close(self) -> None:
-        if self._jsonl:
-            self._jsonl.close()
-        if self._tensorboard:
-            self._tensorboard.close()
+        """Closes the files; raises `DiskFull` if what was left to write does not fit."""
+        with self._reported():
+            try:
+                if self._jsonl:
+                    self._jsonl.close()  # Closed even if its last flush fails.
+            finally:
+                if self._tensorboard:
+                    self._tensorboard.close()
+
+
+class EventFile:
+    """A TensorBoard event file in `workdir`, written on the thread that logs.
+
+    tensorboardX's `SummaryWriter` writes from a thread of its own: on a full
+    disk that thread dies unseen, and the run then blocks once its queue is
+    full. Here a failed write raises where the record is logged. Events are
+    flushed every `FLUSH_SECONDS` and at `close`.
+    """
+
+    def __init__(self, workdir: str, purge_step: int | None = None):
+        """With `purge_step`, TensorBoard discards the events of earlier runs from that step on (a resumed run's)."""
+        self._writer = EventsWriter(os.path.join(workdir, "events"))
+        if purge_step is not None:
+            self._writer.write_event(Event(step=purge_step, session_log=SessionLog(status=SessionLog.START)))
+        self._flushed = time.monotonic()
+
+    def write(self, step: int, scalars: dict[str, float]) -> None:
+        """One event of `scalars` (name: value) at `step`."""
+        values = [value for name, number in scalars.items() for value in scalar(name, number).value]
+        self._writer.write_event(Event(wall_time=time.time(), step=step, summary=Summary(value=values)))
+        if time.monotonic() - self._flushed > FLUSH_SECONDS:
+            self._writer.flush()
+            self._flushed = time.monotonic()
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def scalars(record: dict) -> dict[str, int | float]:
