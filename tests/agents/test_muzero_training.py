@@ -9,9 +9,10 @@ import podracer
 from tests.helpers import last_json_line, load_config, run_module
 
 
-@pytest.mark.slow  # About 30 s.
+@pytest.mark.slow  # About 20 s.
 def test_muzero_learns_catch_on_anakin():
-    result = podracer.train(load_config("anakin_catch_muzero"))
+    """Two thirds of the config's budget, 202,752 steps, end at 1.0 over the last 100 episodes."""
+    result = podracer.train(load_config("anakin_catch_muzero", total_steps=202_752))  # 396 updates.
     assert podracer.recent_return(result.history) >= 0.9  # About 0.97; a random policy scores -0.6.
 
 

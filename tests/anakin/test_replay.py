@@ -40,11 +40,13 @@ def test_each_device_buffer_holds_the_steps_of_its_own_environments():
     assert np.all(observations[:, :, 6:] == 0)  # Nothing written past the steps taken.
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # About 30 s.
 def test_dqn_learns_cartpole():
-    history = podracer.train(load_config("anakin_cartpole_dqn", num_devices=1)).history
+    """120,000 of the config's 400,000 steps score about 186 over the last 100 episodes (random: 22); the whole
+    budget solves CartPole (500 by 320,000 steps, `docs/configuring.md`)."""
+    history = podracer.train(load_config("anakin_cartpole_dqn", num_devices=1, total_steps=120_000)).history
     assert history[0]["mean_episode_return"] < 100
-    assert podracer.recent_return(history) >= 475, [round(r["mean_episode_return"]) for r in history]
+    assert podracer.recent_return(history) >= 150, [round(r["mean_episode_return"]) for r in history]
 
 
 @pytest.mark.slow  # 20 s: three runs of a replay agent.

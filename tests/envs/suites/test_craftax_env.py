@@ -102,7 +102,8 @@ def test_death_on_the_last_allowed_step_is_termination(classic):
         ("Craftax-Classic-Symbolic-v1", (1345,)),
         ("Craftax-Classic-Pixels-v1", (63, 63, 3)),  # Channels-last float32 images, kept as Craftax makes them.
         pytest.param("Craftax-Symbolic-v1", (8268,), marks=pytest.mark.slow),  # Tracing its world generation: ~8 s.
-        pytest.param("Craftax-Pixels-v1", (130, 110, 3), marks=pytest.mark.slow),
+        # Craftax-Pixels-v1 takes the same path as Craftax-Classic-Pixels-v1; a fresh install spends over a minute
+        # drawing its textures (Craftax caches them in its package folder), so the suite leaves it out.
     ],
 )
 def test_specs_are_craftax_spaces_read_without_stepping(task, shape):
