@@ -20,7 +20,7 @@ def test_eight_devices_make_the_same_update_as_one_device_with_the_whole_batch(c
     assert summary["changed"] > 0  # The updates did move the parameters.
 
 
-@pytest.mark.slow  # 15 s: PPO compiled for 8 devices and for 1 (actor-critic's 8-versus-1 test stays fast).
+@pytest.mark.slow  # 15 s: PPO compiled for 8 devices and for 1.
 def test_ppo_trains_replicated_over_eight_devices_as_on_one_device_with_the_whole_batch():
     """One epoch, one minibatch, plain SGD: `podracer.train` over 8 devices and over 1 gives the same run."""
     result = run_module("ppo_eight_versus_one", num_devices=8)
