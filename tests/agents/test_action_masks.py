@@ -50,7 +50,7 @@ def test_mask_illegal_is_the_lowest_float_where_illegal_and_the_values_elsewhere
     assert np.isfinite(np.asarray(policy.entropy({"logits": jnp.asarray(masked)}))).all()
 
 
-@pytest.mark.parametrize("torso", ["mlp", "multi_input"])
+@pytest.mark.parametrize("torso", ["mlp", pytest.param("multi_input", marks=pytest.mark.slow)])
 def test_the_categorical_head_never_samples_a_masked_action(torso):
     agent, params = make_agent("ppo", torso)
     observation = masked_observations(jax.random.key(1))

@@ -182,6 +182,7 @@ def test_the_same_agent_object_runs_under_sebulba_on_envpool_cartpole():
     assert result.history[-1]["episodes"] >= 0 and result.history[-1]["policy_lag"] == 1.0
 
 
+@pytest.mark.slow  # Runs on both architectures.
 def test_registered_names_build_the_environment_and_the_agent_from_the_config():
     podracer.envs.register("cued_corridor_for_tests", CuedCorridor)
     podracer.agents.register(

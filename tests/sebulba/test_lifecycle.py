@@ -19,11 +19,16 @@ CONFIG = "configs/sebulba_cartpole_impala.py"
 @pytest.mark.parametrize(
     "module, attribute, fail_on_call, thread, stepping",
     [
-        # The actor thread's own code, around a compiled rollout (10 s; `make test-fast` fails an actor through
-        # its environment instead).
+        # The actor thread's own code, around a compiled rollout (10 s; `make test-fast` fails the learner only).
         pytest.param("podracer.sebulba.actor", "Rollout", 3, "actor-", "compiled", marks=pytest.mark.slow, id="actor"),
         pytest.param(  # An environment stepped from Python, inside an actor.
-            "podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-", "host", id="environment"
+            "podracer.envs.envpool_env",
+            "EnvpoolEnvironment.step",
+            100,
+            "actor-",
+            "host",
+            marks=pytest.mark.slow,
+            id="environment",
         ),
         pytest.param(  # The learner thread.
             "podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner", "auto", id="learner"

@@ -86,6 +86,7 @@ def test_fixed_lag_and_seed_give_bitwise_identical_parameters_whatever_the_threa
     assert params_digest(third) != params_digest(first)
 
 
+@pytest.mark.slow  # A Sebulba run with its threads.
 def test_telemetry_fields(capfd):
     result = podracer.train(small_sebulba_cartpole())
     history = result.history
