@@ -33,7 +33,10 @@ def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
     return podracer.Trajectory(timesteps, actions, extras, with_time_axis(first_state))
 
 
-@pytest.mark.parametrize("name", ["actor_critic", "impala", "ppo"])
+@pytest.mark.parametrize(
+    "name",
+    ["actor_critic", pytest.param("impala", marks=pytest.mark.slow), pytest.param("ppo", marks=pytest.mark.slow)],
+)
 def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     assert name in agents.names()
     config = podracer.defaults(name)
