@@ -14,6 +14,7 @@ the rest, into `args.overrides`.
 """
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -110,3 +111,10 @@ def use_agg() -> None:
 def checkpoint_error(error: Exception) -> str:
     """A `podracer.experiment.trained.load` refusal in the command line's words: the argument it names."""
     return str(error).replace("config.workdir", "WORKDIR").replace("config.", "--")
+
+
+def missing_workdir(workdir: str) -> str | None:
+    """What is wrong with a WORKDIR argument that is not a folder; None if it is one."""
+    if os.path.isdir(workdir):
+        return None
+    return f"WORKDIR {workdir!r} is not a folder; give the --workdir of a podracer train run"

@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 
-from podracer.cli.common import Commands, add_command, checkpoint_error, report
+from podracer.cli.common import Commands, add_command, checkpoint_error, missing_workdir, report
 
 VIDEO_FORMATS = (".mp4", ".gif")
 
@@ -102,8 +102,8 @@ def send_video(agent, args: argparse.Namespace) -> None:
 
 def _check(args: argparse.Namespace) -> str | None:
     """What is wrong with the arguments themselves, before anything is loaded; None if nothing."""
-    if not os.path.isdir(args.workdir):
-        return f"WORKDIR {args.workdir!r} is not a folder; give the --workdir of a podracer train run"
+    if problem := missing_workdir(args.workdir):
+        return problem
     if args.episodes < 1 or args.video_episodes < 1 or args.fps < 1 or args.max_steps < 1:
         return "--episodes, --video-episodes, --fps and --max-steps must be at least 1"
     if args.video is not None:

@@ -8,9 +8,8 @@ checkpoint is read; every error exits 2 with one line naming what to change.
 """
 
 import argparse
-import os
 
-from podracer.cli.common import Commands, add_command, checkpoint_error, report
+from podracer.cli.common import Commands, add_command, checkpoint_error, missing_workdir, report
 
 
 def register(commands: Commands) -> None:
@@ -34,10 +33,8 @@ def register(commands: Commands) -> None:
 
 def export(args: argparse.Namespace) -> int:
     """Writes `args.workdir`'s policy to `args.out`; the exit status."""
-    if not os.path.isdir(args.workdir):
-        return report(
-            args.prog, f"WORKDIR {args.workdir!r} is not a folder; give the --workdir of a podracer train run"
-        )
+    if problem := missing_workdir(args.workdir):
+        return report(args.prog, problem)
     from podracer.config.errors import ConfigError, UsageError  # Imports JAX: once the arguments look good.
     from podracer.experiment import export as export_lib
     from podracer.experiment import trained

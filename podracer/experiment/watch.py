@@ -21,7 +21,7 @@ from podracer.envs.frames import frame
 from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent
-from podracer.sebulba.evaluation import SEED_OFFSET, play_host_episodes
+from podracer.sebulba.evaluation import SEED_OFFSET, jitted_act, play_host_episodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ def play(
                 episode.append(frame(renderer, state, observation))
         ended[:] |= np.asarray(timestep.step_type) == LAST  # Drawn, then no more.
 
-    act = jax.jit(lambda params, timestep, state, keys: agent.act_with_state(params, timestep, state, keys, greedy))
+    act = jitted_act(agent, greedy)
     try:
         returns, lengths, finished = play_host_episodes(
             env, act, trained.acting_params, agent.state_for(episodes), act_keys, max_steps, draw

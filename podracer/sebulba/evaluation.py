@@ -31,10 +31,7 @@ def make_evaluate(
 ) -> Callable[[Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """`evaluate(learner_state) -> (returns, lengths, ended)`, numpy `[episodes]`, one episode per environment."""
     settings = config.evaluation
-    # Jitted programs run where their committed inputs are: the parameters and keys, put on `device`.
-    act = jax.jit(
-        lambda params, timestep, state, keys: agent.act_with_state(params, timestep, state, keys, settings.greedy)
-    )
+    act = jitted_act(agent, settings.greedy)  # Runs where its committed inputs are: parameters and keys on `device`.
     keys = jax.device_put(jax.random.split(jax.random.key(settings.seed), settings.episodes), device)
 
     def evaluate(learner_state: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,6 +43,11 @@ def make_evaluate(
             env.close()
 
     return evaluate
+
+
+def jitted_act(agent: Agent, greedy: bool) -> Callable:
+    """`act(params, timestep, state, keys) -> (action, extras, state)`, jitted once: greedy or sampling."""
+    return jax.jit(lambda params, timestep, state, keys: agent.act_with_state(params, timestep, state, keys, greedy))
 
 
 def play_host_episodes(
