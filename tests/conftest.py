@@ -118,6 +118,21 @@ def _process_state_restored():
 
 
 @pytest.fixture(autouse=True)
+def _registries_restored():
+    """Undoes the environment and agent names a test registered, so that no later test in the same worker sees them
+    (the check that every registered environment has a conformance test, say)."""
+    from podracer.agents import registry as agents  # Here, not above: podracer imports JAX, after the settings above.
+    from podracer.envs import registry as envs
+
+    registries = (envs._JAX, envs._HOST, agents._AGENTS)
+    saved = [dict(registry) for registry in registries]
+    yield
+    for registry, entries in zip(registries, saved, strict=True):
+        registry.clear()
+        registry.update(entries)
+
+
+@pytest.fixture(autouse=True)
 def _children_end_with_their_test():
     """Kills the children a test started through `tests.helpers.start` and left running (a failed assertion, say)."""
     from tests import helpers  # Here, not above: importing helpers imports JAX, after the settings above.
