@@ -3,23 +3,29 @@
 When a checkpoint cannot be read, or a save finds the disk full, podracer
 says so in a line or a few (`podracer.run.checkpoints`,
 `podracer.run.disk_full`). Orbax reports the same failure at length: its
-threads log the exception with its traceback (through absl's logger), the
-reads and writes it abandoned finish later into the event loop it has
-closed, each printing a "RuntimeError: Event loop is closed" traceback
-(through `sys.unraisablehook`, with no object), and the coroutines of those
-writes print another when the interpreter collects them at exit. `held`
-keeps these back during one save or restore, and lets them through if the
-operation succeeds or fails in a way the caller does not explain.
+threads log the exception with its traceback (through absl's logger), and the
+reads and writes it abandoned finish later into the event loop it has closed.
+Each of those prints a "RuntimeError: Event loop is closed" traceback: through
+`sys.unraisablehook` (with no object), through asyncio's or
+`concurrent.futures`' logger (a callback that failed) or through
+`threading.excepthook`; and the coroutines of those writes print another when
+the interpreter collects them at exit. `held` keeps these back during one save
+or restore, and lets them through if the operation succeeds or fails in a way
+the caller does not explain. After a failure it explains, the abandoned work
+may finish at any later time, so its reports stay held back for the rest of
+the process; nothing else raises into a loop orbax closed.
 """
 
 import contextlib
 import gc
 import logging
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterator
 
 LOGGER = "absl"  # Orbax logs through absl, whose records go to this Python logger.
+CALLBACK_LOGGERS = ("asyncio", "concurrent.futures")  # Where a callback into a closed loop is reported.
 
 
 @contextlib.contextmanager
@@ -27,7 +33,8 @@ def held(explained: Callable[[Exception], bool]) -> Iterator[None]:
     """Holds orbax's reports inside the `with`; drops them if it raises an error `explained(error)` accepts.
 
     After such a failure the abandoned coroutines are collected here, while
-    the interpreter can still finalise them quietly, not at exit.
+    the interpreter can still finalise them quietly, not at exit, and the
+    reports of abandoned work that ends later stay dropped.
     """
     logger, records = logging.getLogger(LOGGER), []
 
@@ -36,7 +43,7 @@ def held(explained: Callable[[Exception], bool]) -> Iterator[None]:
         return False
 
     logger.addFilter(hold)
-    previous_hook, sys.unraisablehook = sys.unraisablehook, _skipping_abandoned(sys.unraisablehook)
+    restore_late_reports = _drop_late_reports()
     failure = None
     try:
         yield
@@ -50,14 +57,51 @@ def held(explained: Callable[[Exception], bool]) -> Iterator[None]:
         else:
             for record in records:
                 logger.handle(record)
-        sys.unraisablehook = previous_hook
+            restore_late_reports()
+
+
+def _drop_late_reports() -> Callable[[], None]:
+    """Drops the reports of work orbax abandoned, wherever they are printed; returns what puts things back."""
+    loggers = [logging.getLogger(name) for name in CALLBACK_LOGGERS]
+    for callback_logger in loggers:
+        callback_logger.addFilter(_not_into_closed_loop)
+    previous_unraisable, previous_thread = sys.unraisablehook, threading.excepthook
+    sys.unraisablehook = _skipping_abandoned(previous_unraisable)
+    threading.excepthook = _skipping_closed_loop(previous_thread)
+
+    def restore() -> None:
+        for callback_logger in loggers:
+            callback_logger.removeFilter(_not_into_closed_loop)
+        sys.unraisablehook, threading.excepthook = previous_unraisable, previous_thread
+
+    return restore
+
+
+def _into_closed_loop(error: BaseException | None) -> bool:
+    """Whether `error` is what work finishing into an event loop that was closed raises."""
+    return isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
+
+
+def _not_into_closed_loop(record: logging.LogRecord) -> bool:
+    """A logging filter: False for a record whose exception is a callback into a closed loop."""
+    return not (record.exc_info and _into_closed_loop(record.exc_info[1]))
+
+
+def _skipping_closed_loop(hook: Callable) -> Callable:
+    """`threading.excepthook`, except for a thread that ended raising into a closed loop."""
+
+    def unless_into_closed_loop(arguments) -> None:
+        if not _into_closed_loop(arguments.exc_value):
+            hook(arguments)
+
+    return unless_into_closed_loop
 
 
 def _skipping_abandoned(hook: Callable) -> Callable:
     """`hook`, except for the reports of work orbax abandoned: callbacks into its closed loop, its collected coroutines."""
 
     def unless_abandoned(unraisable) -> None:
-        into_closed_loop = unraisable.object is None and str(unraisable.exc_value) == "Event loop is closed"
+        into_closed_loop = unraisable.object is None and _into_closed_loop(unraisable.exc_value)
         code = (
             getattr(unraisable.object, "cr_code", None) if isinstance(unraisable.object, types.CoroutineType) else None
         )
