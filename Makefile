@@ -9,22 +9,28 @@ WORKDIR ?= runs/$(notdir $(basename $(CONFIG)))
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# The installs go through uv, from PyPI: about five times as fast as pip on a fresh machine (20 s against 100 s
+# for the test extras on the 2-core CI machine), which is time `make test` keeps for the tests.
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv
+
+INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/uv
+	$(INSTALL) -e .
 	touch $@
 
 $(VENV)/.installed-plot: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install --quiet -e ".[plot]"
+	$(INSTALL) -e ".[plot]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(INSTALL) -e ".[test]"
 	touch $@
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install --quiet -e ".[docs]"
+	$(INSTALL) -e ".[docs]"
 	touch $@
 
 run: $(VENV)/.installed
