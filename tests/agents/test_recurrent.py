@@ -29,7 +29,7 @@ def random_state(agent: podracer.Agent, key) -> object:
     return jax.tree.unflatten(jax.tree.structure(fresh), leaves)
 
 
-@pytest.mark.parametrize("core", ["lstm", "gru"])
+@pytest.mark.parametrize("core", [pytest.param("lstm", marks=pytest.mark.slow), "gru"])  # One in `make test-fast`.
 def test_the_state_act_returns_at_a_first_timestep_is_the_initial_state_passed_through_one_step(core):
     agent, learner_state = recurrent_agent(core)
     params = agent.acting_params(learner_state)

@@ -120,9 +120,10 @@ BUDGETS = [
     # Two devices of 4 environments, 3 steps: 24 steps an update; 100 steps take 5 updates, a record after each.
     ({"num_envs": 8, "num_devices": 2, "unroll_length": 3, "total_steps": 100}, [24, 48, 72, 96, 120]),
     # A population of two, each member 4 x 5 = 20 steps an update: 50 steps take 3 updates, dispatched 2 at a time.
-    (
+    pytest.param(
         {"num_envs": 4, "unroll_length": 5, "total_steps": 50, "updates_per_dispatch": 2, "population.seed": (0, 1)},
         [40, 60],
+        marks=pytest.mark.slow,  # Compiles a population's program: left to `make test`.
     ),
 ]
 

@@ -16,21 +16,16 @@ from tests.helpers import HANG_SECONDS, run_module, start_cli, wait_until
 CONFIG = "configs/sebulba_cartpole_impala.py"
 
 
+@pytest.mark.slow  # Each case is a run in a fresh process, 6-13 s.
 @pytest.mark.parametrize(
     "module, attribute, fail_on_call, thread, stepping",
     [
-        # The actor thread's own code, around a compiled rollout (10 s; `make test-fast` fails the learner only).
-        pytest.param("podracer.sebulba.actor", "Rollout", 3, "actor-", "compiled", marks=pytest.mark.slow, id="actor"),
-        pytest.param(  # An environment stepped from Python, inside an actor.
-            "podracer.envs.envpool_env",
-            "EnvpoolEnvironment.step",
-            100,
-            "actor-",
-            "host",
-            marks=pytest.mark.slow,
-            id="environment",
-        ),
-        pytest.param(  # The learner thread.
+        # The actor thread's own code, around a compiled rollout.
+        pytest.param("podracer.sebulba.actor", "Rollout", 3, "actor-", "compiled", id="actor"),
+        # An environment stepped from Python, inside an actor.
+        pytest.param("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-", "host", id="environment"),
+        # The learner thread.
+        pytest.param(
             "podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner", "auto", id="learner"
         ),
     ],
