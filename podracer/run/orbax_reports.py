@@ -23,6 +23,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
+from typing import Any
 
 LOGGER = "absl"  # Orbax logs through absl, whose records go to this Python logger.
 CALLBACK_LOGGERS = ("asyncio", "concurrent.futures")  # Where a callback into a closed loop is reported.
@@ -66,8 +67,8 @@ def _drop_late_reports() -> Callable[[], None]:
     for callback_logger in loggers:
         callback_logger.addFilter(_not_into_closed_loop)
     previous_unraisable, previous_thread = sys.unraisablehook, threading.excepthook
-    sys.unraisablehook = _skipping_abandoned(previous_unraisable)
-    threading.excepthook = _skipping_closed_loop(previous_thread)
+    sys.unraisablehook = _unless(_abandoned, previous_unraisable)
+    threading.excepthook = _unless(lambda arguments: _into_closed_loop(arguments.exc_value), previous_thread)
 
     def restore() -> None:
         for callback_logger in loggers:
@@ -87,25 +88,20 @@ def _not_into_closed_loop(record: logging.LogRecord) -> bool:
     return not (record.exc_info and _into_closed_loop(record.exc_info[1]))
 
 
-def _skipping_closed_loop(hook: Callable) -> Callable:
-    """`threading.excepthook`, except for a thread that ended raising into a closed loop."""
+def _abandoned(unraisable) -> bool:
+    """Whether an unraisable exception reports work orbax abandoned: a callback into its closed loop (no object),
+    or one of its coroutines collected unfinished."""
+    if unraisable.object is None:
+        return _into_closed_loop(unraisable.exc_value)
+    code = getattr(unraisable.object, "cr_code", None) if isinstance(unraisable.object, types.CoroutineType) else None
+    return bool(code and "/orbax/" in code.co_filename)
 
-    def unless_into_closed_loop(arguments) -> None:
-        if not _into_closed_loop(arguments.exc_value):
-            hook(arguments)
 
-    return unless_into_closed_loop
+def _unless(dropped: Callable[[Any], bool], hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    """The hook `hook` (`sys.unraisablehook`, `threading.excepthook`), except for the reports `dropped` accepts."""
 
+    def unless_dropped(report: Any) -> None:
+        if not dropped(report):
+            hook(report)
 
-def _skipping_abandoned(hook: Callable) -> Callable:
-    """`hook`, except for the reports of work orbax abandoned: callbacks into its closed loop, its collected coroutines."""
-
-    def unless_abandoned(unraisable) -> None:
-        into_closed_loop = unraisable.object is None and _into_closed_loop(unraisable.exc_value)
-        code = (
-            getattr(unraisable.object, "cr_code", None) if isinstance(unraisable.object, types.CoroutineType) else None
-        )
-        if not into_closed_loop and not (code and "/orbax/" in code.co_filename):
-            hook(unraisable)
-
-    return unless_abandoned
+    return unless_dropped
