@@ -11,8 +11,9 @@ handed to the environment is mapped affinely to the spec's bounds
 Every network reads the flattened observation (`torsos.flatten_observation`)
 through an MLP of `network.hidden_sizes` and `network.activation`
 (`torsos.MLP`); a critic reads the action concatenated to it (Fujimoto et al.
-2018, Appendix C). The twin critics are two independent networks, vmapped
-over their parameters (`nn.vmap`): one call gives both Q-values.
+2018, Appendix C). The twin critics are two independent networks, one call
+gives both Q-values. (Not `nn.vmap`ped: a batched QR, which their orthogonal
+initialisers would make, can deadlock XLA:CPU's one-thread pool.)
 """
 
 import math
@@ -108,15 +109,8 @@ class TwinCritic(nn.Module):
 
     @nn.compact
     def __call__(self, observation: Any, action: jnp.ndarray) -> jnp.ndarray:
-        critics = nn.vmap(
-            _Critic,
-            variable_axes={"params": 0},
-            split_rngs={"params": True},
-            in_axes=None,
-            out_axes=-1,
-            axis_size=NUM_CRITICS,
-        )
-        return critics(tuple(self.hidden_sizes), self.activation)(observation, action)
+        critics = [_Critic(tuple(self.hidden_sizes), self.activation) for _ in range(NUM_CRITICS)]
+        return jnp.stack([critic(observation, action) for critic in critics], axis=-1)
 
 
 def bounds(action_spec: Any) -> tuple[int, tuple[float, ...], tuple[float, ...]]:

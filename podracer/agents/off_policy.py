@@ -20,8 +20,8 @@ on batches of `batch_size` sequences of two timesteps (a transition), each
 device sampling its own buffer, gradients averaged over devices. A prioritised
 buffer's priority is the mean of the two critics' |TD error|. The noise of
 each gradient step (SAC's sampled actions, TD3's target smoothing) is drawn
-from the learner state's key, which each `learn` call sets from its own key,
-and differs between devices like their samples.
+from the learner state's key (kept as its data), which each `learn` call
+sets from its own key, and differs between devices like their samples.
 
 The actor, the critics and SAC's temperature each have their own state of the
 optimiser `config.optimizer` describes.
@@ -90,7 +90,7 @@ class OffPolicyState:
     replay: PerDevice  # Each device's own `replay.Replay`.
     learn_calls: chex.Array  # int32: `learn` calls so far.
     gradient_steps: chex.Array  # int32: gradient steps so far (TD3's delay counts them).
-    key: chex.PRNGKey  # Set by each `learn` call; each gradient step draws its noise from it.
+    key: chex.Array  # A key's data (uint32), set by each `learn` call; each gradient step draws its noise from it.
 
 
 class Batch(NamedTuple):
@@ -187,11 +187,11 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
             replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((size,), jnp.float32)),
             learn_calls=jnp.int32(0),
             gradient_steps=jnp.int32(0),
-            key=key,
+            key=key_data(key),
         )
 
     def gradient_step(state: OffPolicyState, sample: replay.Sample, axis_name) -> tuple[OffPolicyState, dict, Any]:
-        key, target_key, improve_key = jax.random.split(state.key, 3)
+        key, target_key, improve_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
         device = collectives.axis_index(axis_name)  # Each device draws its own noise, as it samples its own data.
         batch = batch_from(sample, state.actor.params.module, agent_config.gamma)
         next_value = rules.next_value(state, batch.next_observation, jax.random.fold_in(target_key, device))
@@ -201,7 +201,7 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
         grads, metrics = collectives.mean((grads, metrics), axis_name)
         updates, opt_state = optimizer.update(grads, state.critic.opt_state, state.critic.params)
         critic = LearnerState(optax.apply_updates(state.critic.params, updates), opt_state)
-        state = state.replace(critic=critic, gradient_steps=state.gradient_steps + 1, key=key)
+        state = state.replace(critic=critic, gradient_steps=state.gradient_steps + 1, key=key_data(key))
         state, improve_metrics = rules.improve(state, batch, jax.random.fold_in(improve_key, device), axis_name)
         return state, {**metrics, "critic_grad_norm": optax.tree.norm(grads), **improve_metrics}, priorities
 
@@ -209,7 +209,7 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
 
     def learn(state: OffPolicyState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
         replay_key, noise_key = jax.random.split(key)
-        state = state.replace(key=noise_key)
+        state = state.replace(key=key_data(noise_key))
         return replayed_learn(
             state, trajectory.replace(extras={}), replay_key, axis_name
         )  # The buffer keeps no extras.
@@ -221,6 +221,11 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
         acting_params=lambda state: state.actor.params,
         greedy_act=rules.greedy_act,
     )
+
+
+def key_data(key: chex.PRNGKey) -> chex.Array:
+    """A key's data, uint32: a learner state of plain arrays compares, digests and saves like any other."""
+    return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
 
 
 def per_environment_normal(key: chex.PRNGKey, like: chex.Array) -> chex.Array:
