@@ -54,6 +54,7 @@ def defaults(**own: Any) -> ConfigDict:
     """`config.agent` of an off-policy continuous agent: the shared fields, then the agent's `own`."""
     shared = {
         "gamma": 0.99,
+        "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] in the targets.
         "target_tau": 0.005,  # Each gradient step moves the targets tau of the way to the online networks.
         **replay.DEFAULTS,
         "buffer_size": 100_000,
@@ -67,6 +68,7 @@ def validate(config: ConfigDict) -> None:
     """Static checks of the shared fields, and of a network these agents can build (an MLP, no recurrent core)."""
     field_checks.fraction(config, "agent.gamma", example=0.99)
     field_checks.number(config, "agent.target_tau", example=0.005, above=0.0, at_most=1.0)
+    field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     replay.validate(config)
     name = config.agent.name
     if config.network.torso != "mlp":
@@ -105,9 +107,9 @@ class Batch(NamedTuple):
     weights: chex.Array  # Importance weights, 1 for a uniform buffer.
 
 
-def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float) -> Batch:
+def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_clip: float = 0.0) -> Batch:
     """The transitions of sampled sequences of two timesteps, their actions mapped into [-1, 1]^D."""
-    tr = transitions(sample.trajectory, gamma)
+    tr = transitions(sample.trajectory, gamma, reward_clip)
     observation = sample.trajectory.timestep.observation
     return Batch(
         observation=jax.tree.map(lambda x: x[0], observation),
@@ -193,7 +195,7 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
     def gradient_step(state: OffPolicyState, sample: replay.Sample, axis_name) -> tuple[OffPolicyState, dict, Any]:
         key, target_key, improve_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
         device = collectives.axis_index(axis_name)  # Each device draws its own noise, as it samples its own data.
-        batch = batch_from(sample, state.actor.params.module, agent_config.gamma)
+        batch = batch_from(sample, state.actor.params.module, agent_config.gamma, agent_config.reward_clip)
         next_value = rules.next_value(state, batch.next_observation, jax.random.fold_in(target_key, device))
         targets = td_targets(batch, next_value)
         grad_fn = collectives.local_grad(lambda critic: critic_loss(critic, batch, targets), axis_name)
@@ -210,9 +212,8 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
     def learn(state: OffPolicyState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
         replay_key, noise_key = jax.random.split(key)
         state = state.replace(key=key_data(noise_key))
-        return replayed_learn(
-            state, trajectory.replace(extras={}), replay_key, axis_name
-        )  # The buffer keeps no extras.
+        trajectory = trajectory.replace(extras={})  # The buffer keeps no extras.
+        return replayed_learn(state, trajectory, replay_key, axis_name)
 
     return Agent(
         init=init,
