@@ -17,6 +17,7 @@ sigma `agent.exploration_noise` (all in [-1, 1]^D, then mapped onto the
 action bounds); `greedy_act` is mu(s). Neither has extras.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -69,7 +70,9 @@ def actor_loss(actor: cn.Model, batch: off_policy.Batch, critic: cn.Model) -> tu
     return loss, {"actor_loss": loss}
 
 
-def make_act(exploration_noise: float):
+def make_act(exploration_noise: float) -> Callable[[cn.Model, Any, chex.PRNGKey], tuple[chex.Array, dict]]:
+    """TD3's `act`, exploring with Gaussian noise of standard deviation `exploration_noise`."""
+
     def act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
         """clip(mu(s) + N(0, sigma^2), -1, 1) per environment, on the action bounds."""
         mu = params(observation)
