@@ -374,3 +374,44 @@ def on_devices(fn, *args, num_devices=1, replicated_args=()):
 
     in_specs = tuple(SHARDED if split else REPLICATED for split in sharded)
     return jax.shard_map(per_device, mesh=mesh, in_specs=in_specs, out_specs=SHARDED)(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications") and TD3 (Fujimoto et al. 2018).
+
+
+def np_squashed_gaussian_log_prob(mean, log_std, u):
+    """log pi(tanh(u)) of a tanh-squashed diagonal Gaussian over the last axis: the Gaussian's log-density of u,
+    less sum_i log(1 - tanh(u_i)^2), the log-determinant of the tanh's Jacobian (Appendix C, eq. 21)."""
+    mean, log_std, u = (np.asarray(x, np.float64) for x in (mean, log_std, u))
+    z = (u - mean) / np.exp(log_std)
+    log_gaussian = np.sum(-0.5 * z**2 - log_std - 0.5 * np.log(2.0 * np.pi), axis=-1)
+    return log_gaussian - np.sum(np.log(1.0 - np.tanh(u) ** 2), axis=-1)
+
+
+def np_soft_bellman_target(reward, discount, gamma, target_q, log_prob, alpha):
+    """y = r + gamma d (min_i Q'_i(s', a') - alpha log pi(a'|s')), `target_q` `[S, 2]` (eqs. 3 and 5-6, twin
+    critics): the soft value of the next state, a' drawn from the current policy."""
+    soft_value = np.min(np.asarray(target_q, np.float64), axis=-1) - alpha * np.asarray(log_prob, np.float64)
+    return np.asarray(reward, np.float64) + gamma * np.asarray(discount, np.float64) * soft_value
+
+
+def np_temperature_loss(log_prob, valid, log_alpha, target_entropy):
+    """`(J(alpha), dJ/d log alpha)`: J = E[-alpha log pi(a|s) - alpha H_target] over the valid samples (eq. 18),
+    alpha = exp(log alpha), so the derivative is J itself."""
+    log_prob, valid = np.asarray(log_prob, np.float64), np.asarray(valid, np.float64)
+    alpha = np.exp(log_alpha)
+    loss = np.sum(valid * (-alpha * log_prob - alpha * target_entropy)) / np.sum(valid)
+    return loss, loss
+
+
+def np_td3_target_action(target_mu, noise, sigma, noise_clip):
+    """a' = clip(mu'(s') + clip(sigma noise, -c, c), -1, 1): target policy smoothing (Fujimoto et al. 2018, eq. 14)."""
+    epsilon = np.clip(sigma * np.asarray(noise, np.float64), -noise_clip, noise_clip)
+    return np.clip(np.asarray(target_mu, np.float64) + epsilon, -1.0, 1.0)
+
+
+def np_clipped_double_q_target(reward, discount, gamma, target_q):
+    """y = r + gamma d min_i Q'_i(s', a'), `target_q` `[S, 2]` (Fujimoto et al. 2018, eq. 10 and Algorithm 1)."""
+    smaller = np.min(np.asarray(target_q, np.float64), axis=-1)
+    return np.asarray(reward, np.float64) + gamma * np.asarray(discount, np.float64) * smaller

@@ -52,6 +52,7 @@ def test_default_experiment_shows_steps_rate_and_return_and_splits_the_cpu_in_tw
 
 SEBULBA = "configs/sebulba_cartpole_impala.py"
 DQN = "configs/anakin_cartpole_dqn.py"
+SAC, TD3 = "configs/anakin_pendulum_sac.py", "configs/anakin_pendulum_td3.py"
 
 BAD_INPUTS = [
     # (config file, extra arguments, devices, words the error must contain)
@@ -60,7 +61,7 @@ BAD_INPUTS = [
     (CATCH, ["--config.num_envs=6"], 4, ["config.num_envs", "4 devices", "multiple of 4"]),
     (CATCH, ["--config.num_devices=3"], 2, ["config.num_devices", "3 devices requested", "has 2"]),
     (CATCH, ["--config.env.name=pong"], 1, ["config.env.name", "'pong'", "catch"]),
-    (CATCH, ["--config.agent.name=sac"], 1, ["config.agent.name", "'sac'", "ppo"]),
+    (CATCH, ["--config.agent.name=sarsa"], 1, ["config.agent.name", "'sarsa'", "ppo"]),
     (CATCH, ["--config.env.name=gymnax:Breakout-MinAtr"], 1, ["config.env.name", "gymnax:Breakout-MinAtar"]),
     (CATCH, ["--config.env.name=foo:bar"], 1, ["config.env.name", "unknown suite 'foo'", "gymnax"]),
     (CATCH, ["--config.env.name=pgx:tic_tac_to"], 1, ["config.env.name", "did you mean pgx:tic_tac_toe"]),
@@ -173,6 +174,12 @@ BAD_INPUTS = [
         ["config.agent.burn_in", "as long as the sequence", "nothing to learn from"],
     ),
     (DQN, ["--config.agent.burn_in=2"], 1, ["config.agent.burn_in", "recurrent core", "--config.network.core=lstm"]),
+    # Off-policy continuous control (SAC, TD3), and the kind of actions each agent needs, found before compiling.
+    (SAC, ["--config.agent.target_entropy=1.0"], 1, ["config.agent.target_entropy", "<= 0", "-1.0"]),
+    (TD3, ["--config.agent.policy_delay=0"], 1, ["config.agent.policy_delay", ">= 1", "policy_delay=2"]),
+    (SAC, ["--config.env.name=catch"], 1, ["config.env.name", "BoundedArray", "dqn"]),
+    (TD3, ["--config.env.name=cartpole"], 1, ["config.env.name", "BoundedArray", "dqn"]),
+    (DQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "ppo"]),
 ]
 
 

@@ -11,11 +11,17 @@ from podracer.agents.trajectory import with_time_axis
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 
 T, B = 8, 6
+CONTINUOUS = ("sac", "td3")  # Off-policy agents for continuous actions: tested on Pendulum.
 
 
-def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
-    """T steps of `agent.act` on B Catch environments, as Anakin collects them, from B fresh agent states."""
-    env = envs.wrap_for_training(envs.make("catch", rows=5))
+def task(name: str) -> envs.Environment:
+    """The environment an agent is tested on: Catch, or Pendulum for a continuous agent."""
+    return envs.make("gymnax:Pendulum-v1") if name in CONTINUOUS else envs.make("catch", rows=5)
+
+
+def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environment) -> podracer.Trajectory:
+    """T steps of `agent.act` on B environments, as Anakin collects them, from B fresh agent states."""
+    env = envs.wrap_for_training(spec_env)
     reset_key, step_key = jax.random.split(key)
     env_state, timestep = env.reset(jax.random.split(reset_key, B))
     params = agent.acting_params(learner_state)
@@ -35,19 +41,23 @@ def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
 
 @pytest.mark.parametrize(
     "name",
-    ["actor_critic", pytest.param("impala", marks=pytest.mark.slow), pytest.param("ppo", marks=pytest.mark.slow)],
+    ["actor_critic", *(pytest.param(name, marks=pytest.mark.slow) for name in ("impala", "ppo", *CONTINUOUS))],
 )
 def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     assert name in agents.names()
     config = podracer.defaults(name)
     if name == "ppo":
         config.agent.num_minibatches = 2  # 8 x 6 transitions in 2 minibatches of 24.
-    spec_env = envs.make("catch", rows=5)
+    if name in CONTINUOUS:  # The buffer's rows are the rollout's environments; two gradient steps on the first rollout.
+        config.num_devices, config.num_envs, config.unroll_length = 1, B, T
+        config.agent.update(buffer_size=B * 16, min_replay_size=B, batch_size=16, replay_ratio=2)
+    spec_env = task(name)
     agent = agents.make(config, num_updates=10)
     init_key, data_key, learn_key = jax.random.split(jax.random.key(0), 3)
     state = agent.init(init_key, spec_env.observation_spec(), spec_env.action_spec())
-    trajectory = jax.jit(rollout, static_argnums=0)(agent, state, data_key)
-    assert trajectory.extras["logits"].shape == (T, B, 3)
+    trajectory = jax.jit(rollout, static_argnums=(0, 3))(agent, state, data_key, spec_env)
+    if name not in CONTINUOUS:
+        assert trajectory.extras["logits"].shape == (T, B, 3)
 
     outside = jax.jit(agent.learn)(state, trajectory, learn_key, None)
     mesh = device_mesh(jax.devices()[:1])
@@ -67,10 +77,8 @@ def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
     for metric in metrics_outside:
         np.testing.assert_allclose(metrics_outside[metric], metrics_on_mesh[metric], rtol=1e-6, err_msg=metric)
-    moved = [
-        not np.array_equal(a, b)
-        for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(state_outside.params), strict=True)
-    ]
+    before, after = agent.acting_params(state), agent.acting_params(state_outside)
+    moved = [not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True)]
     assert any(moved)  # The update did change the parameters.
 
 

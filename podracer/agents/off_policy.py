@@ -1,0 +1,234 @@
+"""What SAC and TD3 share: twin critics learned from replay, their loss, Polyak-averaged targets, the whole agent.
+
+Both agents learn Q_1 and Q_2 (`continuous_networks.TwinCritic`) by
+regression to one target per sampled transition (s, a, r, s'),
+
+    y = r + gamma d v(s'),   J_Q = sum_i 1/2 E[(Q_i(s, a) - y)^2]
+
+(Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications",
+eqs. 5-6; Fujimoto et al. 2018, Algorithm 1), where d is the environment's
+discount (0 at termination, 1 at a time limit) and v(s') is each agent's own
+(`Rules.next_value`): SAC's soft value, TD3's smoothed target action's value,
+both through the smaller of the two target critics (clipped double Q). Then
+each agent improves its actor and whatever else it learns (`Rules.improve`),
+and moves its targets towards the online networks by Polyak averaging,
+theta' <- tau theta + (1 - tau) theta' (`agent.target_tau`).
+
+Transitions come from the device replay loop (`podracer.agents.replay`):
+each `learn` call adds its rollout, then takes `replay_ratio` gradient steps
+on batches of `batch_size` sequences of two timesteps (a transition), each
+device sampling its own buffer, gradients averaged over devices. A prioritised
+buffer's priority is the mean of the two critics' |TD error|. The noise of
+each gradient step (SAC's sampled actions, TD3's target smoothing) is drawn
+from the learner state's key (kept as its data), which each `learn` call
+sets from its own key, and differs between devices like their samples.
+
+The actor, the critics and SAC's temperature each have their own state of the
+optimiser `config.optimizer` describes.
+"""
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from ml_collections import ConfigDict
+
+from podracer.agents import continuous_networks as cn
+from podracer.agents import replay
+from podracer.agents.agent import Agent
+from podracer.agents.optimizer import LearnerState, make_optimizer
+from podracer.agents.trajectory import Trajectory, transitions
+from podracer.config import field_checks
+from podracer.config.errors import ConfigError
+from podracer.runtime import collectives
+from podracer.runtime.per_device import PerDevice
+
+
+def defaults(**own: Any) -> ConfigDict:
+    """`config.agent` of an off-policy continuous agent: the shared fields, then the agent's `own`."""
+    shared = {
+        "gamma": 0.99,
+        "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] in the targets.
+        "target_tau": 0.005,  # Each gradient step moves the targets tau of the way to the online networks.
+        **replay.DEFAULTS,
+        "buffer_size": 100_000,
+        "min_replay_size": 5_000,
+        "batch_size": 256,
+    }
+    return ConfigDict({**shared, **own})
+
+
+def validate(config: ConfigDict) -> None:
+    """Static checks of the shared fields, and of a network these agents can build (an MLP, no recurrent core)."""
+    field_checks.fraction(config, "agent.gamma", example=0.99)
+    field_checks.number(config, "agent.target_tau", example=0.005, above=0.0, at_most=1.0)
+    field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
+    replay.validate(config)
+    name = config.agent.name
+    if config.network.torso != "mlp":
+        raise ConfigError(
+            "network.torso",
+            f"{name}'s actor and critics read a vector of features through an MLP, not {config.network.torso!r}",
+            "set --config.network.torso=mlp",
+        )
+    if config.network.core != "none":
+        raise ConfigError(
+            "network.core", f"{name} is feed-forward, with no recurrent core", "set --config.network.core=none"
+        )
+
+
+@struct.dataclass
+class OffPolicyState:
+    actor: LearnerState  # params: the actor (`continuous_networks.Model`).
+    critic: LearnerState  # params: the twin critics.
+    target_critic: cn.Model
+    own: Any  # What one agent learns besides: SAC's temperature, TD3's target actor.
+    replay: PerDevice  # Each device's own `replay.Replay`.
+    learn_calls: chex.Array  # int32: `learn` calls so far.
+    gradient_steps: chex.Array  # int32: gradient steps so far (TD3's delay counts them).
+    key: chex.Array  # A key's data (uint32), set by each `learn` call; each gradient step draws its noise from it.
+
+
+class Batch(NamedTuple):
+    """Sampled transitions `[S, ...]`, actions in [-1, 1]^D."""
+
+    observation: Any
+    action: chex.Array
+    reward: chex.Array
+    discount: chex.Array  # gamma times the environment's discount.
+    next_observation: Any
+    valid: chex.Array  # 0 for the step from an episode's last timestep to the next one's first.
+    weights: chex.Array  # Importance weights, 1 for a uniform buffer.
+
+
+def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_clip: float = 0.0) -> Batch:
+    """The transitions of sampled sequences of two timesteps, their actions mapped into [-1, 1]^D."""
+    tr = transitions(sample.trajectory, gamma, reward_clip)
+    observation = sample.trajectory.timestep.observation
+    return Batch(
+        observation=jax.tree.map(lambda x: x[0], observation),
+        action=cn.from_bounds(sample.trajectory.action[0], actor),
+        reward=tr.rewards[0],
+        discount=tr.discounts[0],
+        next_observation=jax.tree.map(lambda x: x[1], observation),
+        valid=tr.valid[0],
+        weights=sample.weights,
+    )
+
+
+def masked_mean(x: chex.Array, valid: chex.Array) -> chex.Array:
+    """The mean of `x` `[S]` over the valid transitions."""
+    return jnp.sum(valid * x) / jnp.maximum(jnp.sum(valid), 1.0)
+
+
+def td_targets(batch: Batch, next_value: chex.Array) -> chex.Array:
+    """y = r + gamma d v(s'), `[S]`, held constant in the critics' loss."""
+    chex.assert_equal_shape([batch.reward, batch.discount, next_value])
+    return jax.lax.stop_gradient(batch.reward + batch.discount * next_value)
+
+
+def critic_loss(critic: cn.Model, batch: Batch, targets: chex.Array) -> tuple[chex.Array, tuple[dict, chex.Array]]:
+    """J_Q = sum_i 1/2 E[w (Q_i(s, a) - y)^2] over valid transitions; aux `(metrics, priorities [S])`."""
+    q_values = critic(batch.observation, batch.action)  # [S, 2]
+    td_errors = targets[:, None] - q_values
+    loss = masked_mean(batch.weights * 0.5 * jnp.sum(td_errors**2, axis=-1), batch.valid)
+    metrics = {"loss": loss, "q_mean": masked_mean(jnp.mean(q_values, axis=-1), batch.valid)}
+    return loss, (metrics, jnp.mean(jnp.abs(td_errors), axis=-1))
+
+
+def polyak(online: Any, target: Any, tau: float) -> Any:
+    """theta' <- tau theta + (1 - tau) theta', leaf by leaf."""
+    return optax.incremental_update(online, target, tau)
+
+
+def min_q(critic: cn.Model, observation: Any, action: chex.Array) -> chex.Array:
+    """min_i Q_i(s, a), `[S]`: the clipped double-Q estimate (Fujimoto et al. 2018, eq. 10)."""
+    return jnp.min(critic(observation, action), axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """What one off-policy agent adds to the shared part."""
+
+    make_actor: Callable[[int, tuple, tuple], nn.Module]  # (D, low, high) -> the actor module.
+    init_own: Callable[[cn.Model], Any]  # The agent's own learner state, from its first actor.
+    next_value: Callable[[OffPolicyState, Any, chex.PRNGKey], chex.Array]  # v(s') `[S]` of next observations.
+    improve: Callable[[OffPolicyState, Batch, chex.PRNGKey, Any], tuple[OffPolicyState, dict]]  # Actor, targets.
+    act: Callable[[cn.Model, Any, chex.PRNGKey], tuple]
+    greedy_act: Callable[[cn.Model, Any, chex.PRNGKey], tuple]
+
+
+def make_off_policy_optimizer(config: ConfigDict, num_updates: int) -> optax.GradientTransformation:
+    """`config.optimizer` over the run's gradient steps (`replay_ratio` per `learn` call)."""
+    return make_optimizer(config.optimizer, gradient_steps=num_updates * config.agent.replay_ratio)
+
+
+def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
+    """The agent: `rules` on the shared critics, targets and replay loop."""
+    agent_config = config.agent
+    replay_setup = replay.setup(config, sequence_length=2)
+    optimizer = make_off_policy_optimizer(config, num_updates)
+    network = {"hidden_sizes": tuple(config.network.hidden_sizes), "activation": config.network.activation}
+
+    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> OffPolicyState:
+        size, low, high = cn.bounds(action_spec)
+        actor_key, critic_key, key = jax.random.split(key, 3)
+        actor = cn.init_model(actor_key, rules.make_actor(size, low, high), observation_spec)
+        critic = cn.init_model(critic_key, cn.TwinCritic(**network), observation_spec, size)
+        return OffPolicyState(
+            actor=LearnerState(actor, optimizer.init(actor)),
+            critic=LearnerState(critic, optimizer.init(critic)),
+            target_critic=critic,
+            own=rules.init_own(actor),
+            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((size,), jnp.float32)),
+            learn_calls=jnp.int32(0),
+            gradient_steps=jnp.int32(0),
+            key=key_data(key),
+        )
+
+    def gradient_step(state: OffPolicyState, sample: replay.Sample, axis_name) -> tuple[OffPolicyState, dict, Any]:
+        key, target_key, improve_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
+        device = collectives.axis_index(axis_name)  # Each device draws its own noise, as it samples its own data.
+        batch = batch_from(sample, state.actor.params.module, agent_config.gamma, agent_config.reward_clip)
+        next_value = rules.next_value(state, batch.next_observation, jax.random.fold_in(target_key, device))
+        targets = td_targets(batch, next_value)
+        grad_fn = collectives.local_grad(lambda critic: critic_loss(critic, batch, targets), axis_name)
+        grads, (metrics, priorities) = grad_fn(state.critic.params)
+        grads, metrics = collectives.mean((grads, metrics), axis_name)
+        updates, opt_state = optimizer.update(grads, state.critic.opt_state, state.critic.params)
+        critic = LearnerState(optax.apply_updates(state.critic.params, updates), opt_state)
+        state = state.replace(critic=critic, gradient_steps=state.gradient_steps + 1, key=key_data(key))
+        state, improve_metrics = rules.improve(state, batch, jax.random.fold_in(improve_key, device), axis_name)
+        return state, {**metrics, "critic_grad_norm": optax.tree.norm(grads), **improve_metrics}, priorities
+
+    replayed_learn = replay.make_learn(replay_setup, gradient_step)
+
+    def learn(state: OffPolicyState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
+        replay_key, noise_key = jax.random.split(key)
+        state = state.replace(key=key_data(noise_key))
+        trajectory = trajectory.replace(extras={})  # The buffer keeps no extras.
+        return replayed_learn(state, trajectory, replay_key, axis_name)
+
+    return Agent(
+        init=init,
+        act=rules.act,
+        learn=learn,
+        acting_params=lambda state: state.actor.params,
+        greedy_act=rules.greedy_act,
+    )
+
+
+def key_data(key: chex.PRNGKey) -> chex.Array:
+    """A key's data, uint32: a learner state of plain arrays compares, digests and saves like any other."""
+    return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+
+
+def per_environment_normal(key: chex.PRNGKey, like: chex.Array) -> chex.Array:
+    """N(0, 1) noise shaped as `like` `[B, D]`, from one key per environment `[B]`."""
+    return jax.vmap(lambda k: jax.random.normal(k, like.shape[1:], like.dtype))(key)
