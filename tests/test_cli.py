@@ -52,6 +52,7 @@ def test_default_experiment_shows_steps_rate_and_return_and_splits_the_cpu_in_tw
 
 SEBULBA = "configs/sebulba_cartpole_impala.py"
 DQN = "configs/anakin_cartpole_dqn.py"
+PQN = "configs/anakin_cartpole_pqn.py"
 
 BAD_INPUTS = [
     # (config file, extra arguments, devices, words the error must contain)
@@ -173,6 +174,10 @@ BAD_INPUTS = [
         ["config.agent.burn_in", "as long as the sequence", "nothing to learn from"],
     ),
     (DQN, ["--config.agent.burn_in=2"], 1, ["config.agent.burn_in", "recurrent core", "--config.network.core=lstm"]),
+    # PQN (podracer.agents.pqn): a lambda outside [0, 1], a continuous task, minibatches that do not divide.
+    (PQN, ["--config.agent.td_lambda=1.5"], 1, ["config.agent.td_lambda", "<= 1"]),
+    (PQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "actor-critic agent"]),
+    (PQN, ["--config.agent.num_minibatches=3"], 1, ["config.agent.num_minibatches", "2048 transitions", "divisor"]),
 ]
 
 

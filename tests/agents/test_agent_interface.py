@@ -35,19 +35,24 @@ def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
 
 @pytest.mark.parametrize(
     "name",
-    ["actor_critic", pytest.param("impala", marks=pytest.mark.slow), pytest.param("ppo", marks=pytest.mark.slow)],
+    [
+        "actor_critic",
+        pytest.param("impala", marks=pytest.mark.slow),
+        pytest.param("ppo", marks=pytest.mark.slow),
+        pytest.param("pqn", marks=pytest.mark.slow),
+    ],
 )
 def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     assert name in agents.names()
     config = podracer.defaults(name)
-    if name == "ppo":
+    if name in ("ppo", "pqn"):
         config.agent.num_minibatches = 2  # 8 x 6 transitions in 2 minibatches of 24.
     spec_env = envs.make("catch", rows=5)
     agent = agents.make(config, num_updates=10)
     init_key, data_key, learn_key = jax.random.split(jax.random.key(0), 3)
     state = agent.init(init_key, spec_env.observation_spec(), spec_env.action_spec())
     trajectory = jax.jit(rollout, static_argnums=0)(agent, state, data_key)
-    assert trajectory.extras["logits"].shape == (T, B, 3)
+    assert trajectory.extras["q_values" if name == "pqn" else "logits"].shape == (T, B, 3)
 
     outside = jax.jit(agent.learn)(state, trajectory, learn_key, None)
     mesh = device_mesh(jax.devices()[:1])
@@ -89,6 +94,7 @@ def test_every_builtin_agent_is_registered_with_defaults_and_checks():
         ("ppo", "logits"),
         ("impala", "logits"),
         ("dqn", "q_values"),
+        ("pqn", "q_values"),
         pytest.param("muzero", "search_policy", marks=pytest.mark.slow),
     ],
 )

@@ -76,12 +76,19 @@ def test_targets_bootstrap_from_the_recorded_q_values_and_the_current_network_at
     config = podracer.defaults("pqn")
     config.network.hidden_sizes, config.network.layer_norm, config.agent.reward_scale = (8,), True, SCALE
     agent = agents.make(config, num_updates=10)
-    state = agent.init(jax.random.key(0), specs.Array((ref.OBS,), np.float32), specs.DiscreteArray(ref.A))
+    observation_spec, action_spec = specs.Array((ref.OBS,), np.float32), specs.DiscreteArray(ref.A)
+    state = jax.jit(lambda key: agent.init(key, observation_spec, action_spec))(jax.random.key(0))  # Eager: 4 s.
     trajectory = ref.make_trajectory(seed=6)
     recorded = random_q_values(6)[: ref.T]
     trajectory = trajectory.replace(extras={"q_values": jnp.asarray(recorded)})
-    samples, _ = pqn.make_samples(state.params, trajectory, config.agent)
-    _, last_q = state.params.step((), trajectory.timestep.observation[-1])
+
+    @jax.jit
+    def samples_and_last_q(params, trajectory):
+        return pqn.make_samples(params, trajectory, config.agent)[0], params.step(
+            (), trajectory.timestep.observation[-1]
+        )
+
+    samples, (_, last_q) = samples_and_last_q(state.params, trajectory)
     q_values = np.concatenate([recorded, np.asarray(last_q)[None]])
     expected = ref.np_q_lambda_targets(trajectory, q_values, config.agent.gamma, config.agent.td_lambda, SCALE)
     ref.close(samples.target, expected.reshape(1, -1))
