@@ -24,9 +24,9 @@ as it comes, then dropped. Each `learn` call, on a trajectory `[T + 1, B]`:
 
 The transition from an episode's LAST step to the next FIRST one is not a
 real one: it counts as zero in the loss (`Transitions.valid`). Rewards are
-scaled by `reward_scale` (purejaxql's `REW_SCALE`). Acting is DQN's:
-epsilon-greedy with epsilon decaying linearly over the first
-`epsilon_fraction` of the run's `learn` calls (`dqn.act`,
+clipped where `reward_clip` > 0, then scaled by `reward_scale` (purejaxql's
+`REW_SCALE`). Acting is DQN's: epsilon-greedy with epsilon decaying linearly
+over the first `epsilon_fraction` of the run's `learn` calls (`dqn.act`,
 `dqn.epsilon_schedule`); its extras are the Q-values, which the targets
 reuse. The Q-network is feed-forward (`network.core = "none"`).
 """
@@ -61,6 +61,7 @@ def defaults() -> ConfigDict:
             "num_minibatches": 32,
             **dqn.EPSILON_DEFAULTS,
             "epsilon_fraction": 0.1,
+            "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari), then scaled.
             "reward_scale": 1.0,  # Rewards are multiplied by it before the targets are computed.
         }
     )
@@ -72,6 +73,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.integer(config, "agent.num_epochs", at_least=1, example=2)
     field_checks.integer(config, "agent.num_minibatches", at_least=1, example=32)
     dqn.validate_epsilon(config)
+    field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     field_checks.number(config, "agent.reward_scale", example=0.1, above=0.0)
     if config.network.core != "none":
         raise ConfigError(
@@ -99,13 +101,19 @@ class Samples:
 
 
 def q_lambda_targets(
-    trajectory: Trajectory, q_values: chex.Array, gamma: float, td_lambda: float, reward_scale: float = 1.0
+    trajectory: Trajectory,
+    q_values: chex.Array,
+    gamma: float,
+    td_lambda: float,
+    reward_scale: float = 1.0,
+    reward_clip: float = 0.0,
 ) -> chex.Array:
     """The lambda-return targets `[T, B]` of a trajectory's transitions, from the Q-values `[T + 1, B, A]` at its
-    timesteps (the first is not read: no transition bootstraps from s_0)."""
+    timesteps (the first is not read: no transition bootstraps from s_0); rewards clipped (`reward_clip` > 0),
+    then scaled."""
     chex.assert_rank(q_values, 3)
     chex.assert_equal_shape_prefix([q_values, trajectory.timestep.step_type], 2)
-    tr = transitions(trajectory, gamma)
+    tr = transitions(trajectory, gamma, reward_clip)
     values = jnp.max(q_values, axis=-1)
     return lambda_returns(reward_scale * tr.rewards, tr.discounts, values, tr.lambdas(td_lambda))
 
@@ -127,7 +135,12 @@ def make_samples(
     _, last_q = params.step((), jax.tree.map(lambda x: x[-1], trajectory.timestep.observation))
     q_values = jnp.concatenate([trajectory.extras["q_values"], last_q[None]])
     targets = q_lambda_targets(
-        trajectory, q_values, agent_config.gamma, agent_config.td_lambda, agent_config.reward_scale
+        trajectory,
+        q_values,
+        agent_config.gamma,
+        agent_config.td_lambda,
+        agent_config.reward_scale,
+        agent_config.reward_clip,
     )
     valid = transitions(trajectory, agent_config.gamma).valid
     samples = Samples(
