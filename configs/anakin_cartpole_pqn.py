@@ -7,7 +7,11 @@ RAdam 1e-4 annealed linearly to 0, gradient norm 10, gamma 0.99, lambda 0.95,
 rewards scaled by 0.1, epsilon from 1 to 0.2 over the first 20% of the run,
 5e5 steps (244 updates). podracer's own pure-JAX CartPole (truncated at 500
 steps, where the target bootstraps; purejaxql's gymnax CartPole treats the
-time limit as an end).
+time limit as an end). Here (one CPU device, the 2-core machine shared with
+other work) it ends at 476 over the last 100 episodes with epsilon still 0.2
+(the last records at 485-500), in 28 s, 20 of them compiling. With epsilon
+ending at 0.05, RAdam 1e-3 and a 64-64 network, 1.5e5 steps end at 486-500
+(seeds 0-3): `tests/anakin/test_pqn.py`.
 """
 
 from podracer import defaults

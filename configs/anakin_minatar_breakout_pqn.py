@@ -12,7 +12,9 @@ ReLU, then the dense 128); podracer's nearest is the multi-input torso,
 `--config.network.torso=multi_input --config.network.channels="(16,)"
 --config.network.hidden_sizes="(128,)"` (a SAME conv and a 2x2 max-pool),
 which XLA:CPU runs about 20x slower (1,000 steps/s here against 38,000 with
-one dense layer).
+one dense layer). Here (one CPU device, the 2-core machine shared with other
+work) the whole budget takes 7.5 minutes (22,000 steps/s) and ends at 37 over
+the last 100 episodes, epsilon still 0.05 (4 after 1e5 steps; 19 after 2.6e6).
 Needs the gymnax extra: pip install -e '.[gymnax]'.
 """
 
