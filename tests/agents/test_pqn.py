@@ -98,6 +98,8 @@ def test_targets_bootstrap_from_the_recorded_q_values_and_the_current_network_at
     np.testing.assert_array_equal(
         samples.observation[0], np.asarray(trajectory.timestep.observation[:-1]).reshape(-1, ref.OBS)
     )
+    torso = state.params.variables["params"]["MLP_0"]  # With network.layer_norm: LayerNorm after the hidden layer.
+    assert sorted(torso) == ["Dense_0", "LayerNorm_0"] and torso["LayerNorm_0"]["scale"].shape == (8,)
 
 
 @pytest.mark.parametrize(
