@@ -129,9 +129,9 @@ def _dispatches(updates: int, most: int) -> tuple[int, int]:
     return per_dispatch, updates // per_dispatch * per_dispatch
 
 
-def fresh_run_order(pairs: int) -> list[tuple[int, str]]:
+def fresh_run_order(pairs: int, sides: tuple[str, str] = SIDES) -> list[tuple[int, str]]:
     """(seed, side) of each timed run in turn: pair i runs both sides on seed i, who goes first alternating."""
-    return [(seed, side) for seed in range(pairs) for side in (SIDES if seed % 2 == 0 else SIDES[::-1])]
+    return [(seed, side) for seed in range(pairs) for side in (sides if seed % 2 == 0 else sides[::-1])]
 
 
 def side_command(args: argparse.Namespace, side: str, seed: int) -> list[str]:

@@ -3,8 +3,8 @@
 - A tiny linear actor-critic network, in JAX (`unroll_fn`, `make_params`) and NumPy
   (`np_apply`), and a 5 x 3 trajectory (`make_trajectory`) with a termination, a
   truncation and an auto-reset in it.
-- The per-transition quantities (`np_transitions`), TD(lambda) returns, GAE,
-  V-trace in the paper's sum form and in its recursive form.
+- The per-transition quantities (`np_transitions`), TD(lambda) returns, PQN's
+  Q(lambda) targets, GAE, V-trace in the paper's sum form and in its recursive form.
 - The actor-critic, IMPALA and PPO objectives with their analytic gradients or
   through finite differences (`np_finite_difference_grad`).
 - `close` for comparing JAX results with them, and `on_devices`, which runs a
@@ -123,6 +123,25 @@ def np_lambda_returns(rewards, discounts, values, lambdas):
         next_return = rewards[t] + discounts[t] * ((1 - lambdas[t]) * values[t + 1] + lambdas[t] * next_return)
         returns[t] = next_return
     return returns
+
+
+def np_q_lambda_targets(trajectory, q_values, gamma, lam, reward_scale=1.0):
+    """PQN's targets (Gallici et al. 2025, Section 4), one environment and one step at a time, backwards:
+    R_t = c r_{t+1} + gamma d_{t+1} [lam R_{t+1} + (1 - lam) max_a Q(s_{t+1}, a)], with only the max where
+    s_{t+1} is the last step of an episode, and R_T = max_a Q(s_T, a) at the end of the rollout (c: reward_scale)."""
+    ts = trajectory.timestep
+    step_type = np.asarray(ts.step_type)
+    reward, discount = np.asarray(ts.reward, np.float64), np.asarray(ts.discount, np.float64)
+    best = np.asarray(q_values, np.float64).max(axis=-1)  # [T + 1, B]
+    num_steps, batch = step_type.shape[0] - 1, step_type.shape[1]
+    targets = np.zeros((num_steps, batch))
+    for b in range(batch):
+        following = best[num_steps, b]
+        for t in reversed(range(num_steps)):
+            bootstrap = best[t + 1, b] if step_type[t + 1, b] == LAST else lam * following + (1 - lam) * best[t + 1, b]
+            following = reward_scale * reward[t + 1, b] + gamma * discount[t + 1, b] * bootstrap
+            targets[t, b] = following
+    return targets
 
 
 def np_gae(rewards, discounts, values, lambdas):

@@ -53,6 +53,7 @@ def test_default_experiment_shows_steps_rate_and_return_and_splits_the_cpu_in_tw
 SEBULBA = "configs/sebulba_cartpole_impala.py"
 DQN = "configs/anakin_cartpole_dqn.py"
 SAC, TD3 = "configs/anakin_pendulum_sac.py", "configs/anakin_pendulum_td3.py"
+PQN = "configs/anakin_cartpole_pqn.py"
 
 BAD_INPUTS = [
     # (config file, extra arguments, devices, words the error must contain)
@@ -180,6 +181,10 @@ BAD_INPUTS = [
     (SAC, ["--config.env.name=catch"], 1, ["config.env.name", "BoundedArray", "dqn"]),
     (TD3, ["--config.env.name=cartpole"], 1, ["config.env.name", "BoundedArray", "dqn"]),
     (DQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "ppo"]),
+    # PQN (podracer.agents.pqn): a lambda outside [0, 1], a continuous task, minibatches that do not divide.
+    (PQN, ["--config.agent.td_lambda=1.5"], 1, ["config.agent.td_lambda", "<= 1"]),
+    (PQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "actor-critic agent"]),
+    (PQN, ["--config.agent.num_minibatches=3"], 1, ["config.agent.num_minibatches", "2048 transitions", "divisor"]),
 ]
 
 

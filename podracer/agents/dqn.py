@@ -44,6 +44,7 @@ linearly from `epsilon_start` to `epsilon_end` over the first
 `greedy_act` is `act` with epsilon 0: the argmax of the (legal) Q-values.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -66,6 +67,12 @@ from podracer.envs.timestep import FIRST, TimeStep
 from podracer.runtime import collectives
 from podracer.runtime.per_device import PerDevice
 
+EPSILON_DEFAULTS = {
+    "epsilon_start": 1.0,
+    "epsilon_end": 0.05,
+    "epsilon_fraction": 0.5,  # Of the run's learn calls, over which epsilon decays linearly.
+}
+
 
 def defaults() -> ConfigDict:
     return ConfigDict(
@@ -75,9 +82,7 @@ def defaults() -> ConfigDict:
             "double_q": True,  # The online network picks the bootstrap action, the target network values it.
             "target_update_period": 500,  # Gradient steps between target updates.
             "target_tau": 1.0,  # Each target update moves tau of the way to the online network (1: a copy).
-            "epsilon_start": 1.0,
-            "epsilon_end": 0.05,
-            "epsilon_fraction": 0.5,  # Of the run's learn calls, over which epsilon decays linearly.
+            **EPSILON_DEFAULTS,
             "huber_delta": 1.0,  # Where the Huber loss turns from squared to linear.
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari).
             **replay.DEFAULTS,
@@ -92,12 +97,29 @@ def validate(config: ConfigDict) -> None:
     field_checks.boolean(config, "agent.double_q")
     field_checks.integer(config, "agent.target_update_period", at_least=1, example=500)
     field_checks.number(config, "agent.target_tau", example=1.0, above=0.0, at_most=1.0)
-    for field, example in (("epsilon_start", 1.0), ("epsilon_end", 0.05), ("epsilon_fraction", 0.5)):
-        field_checks.fraction(config, f"agent.{field}", example=example)
+    validate_epsilon(config)
     field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     replay.validate(config)
     recurrent_replay.validate(config)
+
+
+def validate_epsilon(config: ConfigDict) -> None:
+    """The fields of `EPSILON_DEFAULTS`, each in [0, 1]."""
+    for field, example in EPSILON_DEFAULTS.items():
+        field_checks.fraction(config, f"agent.{field}", example=example)
+
+
+def epsilon_schedule(agent_config: ConfigDict, num_updates: int) -> optax.Schedule:
+    """Epsilon by `learn` calls so far: linear from `epsilon_start` to `epsilon_end` over the first
+    `epsilon_fraction` of the run's `num_updates` calls, then constant."""
+    steps = max(1, int(agent_config.epsilon_fraction * num_updates))
+    return optax.linear_schedule(agent_config.epsilon_start, agent_config.epsilon_end, steps)
+
+
+def greedy(act_fn: Callable) -> Callable:
+    """`act_fn` (`act` or `recurrent_act`) with epsilon 0: the argmax of the (legal) Q-values."""
+    return lambda params, *args: act_fn(params.replace(epsilon=jnp.zeros_like(params.epsilon)), *args)
 
 
 @struct.dataclass
@@ -213,11 +235,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config = config.agent
     replay_setup = replay.setup(config, sequence_length=agent_config.sequence_length + agent_config.n_step)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
-    epsilon = optax.linear_schedule(
-        agent_config.epsilon_start,
-        agent_config.epsilon_end,
-        max(1, int(agent_config.epsilon_fraction * num_updates)),
-    )
+    epsilon = epsilon_schedule(agent_config, num_updates)
 
     stored_extras = recurrent_replay.stored_state_spec(config.network)
 
@@ -266,7 +284,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         learn=learn,
         acting_params=acting_params,
         initial_state=recurrent_state(config.network),
-        greedy_act=lambda params, *args: sampling_act(params.replace(epsilon=jnp.zeros_like(params.epsilon)), *args),
+        greedy_act=greedy(sampling_act),
     )
 
 

@@ -62,6 +62,8 @@ class ActorCritic(nn.Module):
     every step is independent. Each head may have hidden layers of its own
     (`head_hidden_sizes`), as PureJaxRL's `ppo_rnn.py` network has after its GRU.
     An action mask in the observation masks the categorical head's logits (`policy.mask_illegal`).
+    With `layer_norm` every hidden layer of the vector torsos and of the heads is followed by LayerNorm before its
+    activation (`torsos.MLP`), as in PQN's Q-network (Gallici et al. 2025); the pixel torsos have none.
     """
 
     action_size: int
@@ -76,6 +78,7 @@ class ActorCritic(nn.Module):
     core: str = "none"
     core_size: int = 256
     head_hidden_sizes: Sequence[int] = ()
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, tuple[dict, jnp.ndarray]]:
@@ -115,6 +118,7 @@ class QNetwork(nn.Module):
     core: str = "none"
     core_size: int = 256
     head_hidden_sizes: Sequence[int] = ()
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
@@ -141,8 +145,10 @@ def _torso(network: nn.Module, observation: Any, shared: bool) -> tuple[jnp.ndar
 
 def _vector_torso(network: nn.Module, observation: Any) -> jnp.ndarray:
     if network.torso == "multi_input":
-        return MultiInput(tuple(network.channels), tuple(network.hidden_sizes), network.activation)(observation)
-    return MLP(network.hidden_sizes, network.activation)(flatten_observation(observation))
+        return MultiInput(tuple(network.channels), tuple(network.hidden_sizes), network.activation, network.layer_norm)(
+            observation
+        )
+    return MLP(network.hidden_sizes, network.activation, network.layer_norm)(flatten_observation(observation))
 
 
 def _core(network: nn.Module, state: Any, features: jnp.ndarray, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
@@ -156,7 +162,9 @@ def _core(network: nn.Module, state: Any, features: jnp.ndarray, first: jnp.ndar
 
 def _head_torso(network: nn.Module, features: jnp.ndarray) -> jnp.ndarray:
     """The hidden layers of one head (`head_hidden_sizes`; none by default)."""
-    return MLP(network.head_hidden_sizes, network.activation)(features) if network.head_hidden_sizes else features
+    if not network.head_hidden_sizes:
+        return features
+    return MLP(network.head_hidden_sizes, network.activation, network.layer_norm)(features)
 
 
 def _split_leading(tree: Any, leading: tuple) -> Any:
@@ -257,6 +265,7 @@ def _torso_fields(network_config: ConfigDict) -> dict:
         "channels": tuple(network_config.channels),
         "num_blocks": network_config.num_blocks,
         "hidden_size": network_config.hidden_size,
+        "layer_norm": network_config.layer_norm,
     }
 
 

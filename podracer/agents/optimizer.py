@@ -43,13 +43,14 @@ class LearnerState:
 
 OPTIMIZERS = {
     "adam": lambda schedule, eps: optax.adam(schedule, eps=eps),
+    "radam": lambda schedule, eps: optax.radam(schedule, eps=eps),  # Rectified Adam (Liu et al. 2020), PQN's.
     "rmsprop": lambda schedule, eps: optax.rmsprop(schedule, decay=0.99, eps=eps),
     "sgd": lambda schedule, eps: optax.sgd(schedule),
 }
 
 
 def make_optimizer(optimizer_config: ConfigDict, gradient_steps: int) -> optax.GradientTransformation:
-    """Global-norm clipping, then `optimizer_config.name` (adam, rmsprop or sgd).
+    """Global-norm clipping, then `optimizer_config.name` (adam, radam, rmsprop or sgd).
 
     With `anneal_lr` the rate decays linearly to 0 over the run's
     `gradient_steps`. The parameters are flattened into one vector for the

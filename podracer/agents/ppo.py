@@ -200,9 +200,35 @@ def learn(
     samples = make_samples(
         state.params, trajectory, unroll_fn=unroll_fn, gamma=gamma, gae_lambda=gae_lambda, reward_clip=reward_clip
     )
-    num_samples = samples.action.shape[1]
+    loss_fn = functools.partial(loss, unroll_fn=unroll_fn, **loss_kwargs)
+
+    def minibatch_step(state, batch):
+        if normalize_advantages:
+            batch = batch.replace(advantage=masked_normalize(batch.advantage, batch.valid, axis_name))
+        return sgd_step(state, batch, loss_fn, optimizer, axis_name, chunk_axis=1 if chunk else None)
+
+    what = "environments" if jax.tree.leaves(samples.state) else "transitions"
+    return minibatch_epochs(state, samples, key, minibatch_step, num_epochs, num_minibatches, axis_name, what)
+
+
+def minibatch_epochs(
+    state: Any,
+    samples: Any,
+    key: chex.PRNGKey,
+    minibatch_step: Callable[[Any, Any], tuple[Any, dict]],
+    num_epochs: int,
+    num_minibatches: int,
+    axis_name: collectives.AxisName,
+    what: str = "transitions",
+) -> tuple[Any, dict]:
+    """`num_epochs` passes over this device's `samples` (leaves `[L, N, ...]`), each shuffling the N `what` along
+    axis 1 and taking `minibatch_step(state, minibatch) -> (state, metrics)` on each of `num_minibatches` equal
+    minibatches in turn; the metrics are averaged over every step. Each device shuffles its shard differently.
+
+    Raises `ConfigError` naming `agent.num_minibatches` where N does not split into equal minibatches.
+    """
+    num_samples = jax.tree.leaves(samples)[0].shape[1]
     if num_samples % num_minibatches:
-        what = "environments" if jax.tree.leaves(samples.state) else "transitions"
         raise ConfigError(
             "agent.num_minibatches",
             f"the {num_samples} {what} each device learns from per update do not split into "
@@ -210,13 +236,6 @@ def learn(
             f"choose a divisor of {num_samples}, or change unroll_length or the environments per device",
         )
     minibatch_size = num_samples // num_minibatches
-
-    loss_fn = functools.partial(loss, unroll_fn=unroll_fn, **loss_kwargs)
-
-    def minibatch_step(state, batch):
-        if normalize_advantages:
-            batch = batch.replace(advantage=masked_normalize(batch.advantage, batch.valid, axis_name))
-        return sgd_step(state, batch, loss_fn, optimizer, axis_name, chunk_axis=1 if chunk else None)
 
     def split(x: chex.Array, order: chex.Array) -> chex.Array:
         """`[L, N, ...]` -> `[num_minibatches, L, N / num_minibatches, ...]`, along `order`."""
@@ -227,7 +246,6 @@ def learn(
         order = shuffled_indices(epoch_key, num_samples)
         return jax.lax.scan(minibatch_step, state, jax.tree.map(lambda x: split(x, order), samples))
 
-    # Each device shuffles its own shard differently.
     key = jax.random.fold_in(key, collectives.axis_index(axis_name))
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
     return state, jax.tree.map(jnp.mean, metrics)

@@ -52,30 +52,43 @@ def preprocess_pixels(observation: jnp.ndarray) -> jnp.ndarray:
 
 
 class MLP(nn.Module):
+    """Dense layers of `hidden_sizes`, each followed by `activation`; with `layer_norm`, by LayerNorm (Ba et al. 2016)
+    first, as PQN's Q-network normalises every hidden layer (Gallici et al. 2025, Section 4)."""
+
     hidden_sizes: Sequence[int]
     activation: str = "tanh"
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         for size in self.hidden_sizes:
-            x = _ACTIVATIONS[self.activation](dense(size, np.sqrt(2))(x))
+            x = _normalized(dense(size, np.sqrt(2))(x), self.layer_norm)
+            x = _ACTIVATIONS[self.activation](x)
         return x
+
+
+def _normalized(x: jnp.ndarray, layer_norm: bool) -> jnp.ndarray:
+    """`x`, through LayerNorm over its last axis when `layer_norm` (called inside a module's `__call__`)."""
+    return nn.LayerNorm()(x) if layer_norm else x
 
 
 class GridCNN(nn.Module):
     """Convolutions over channels-last images `[N, H, W, C]`: per entry of `channels`, conv 3x3 SAME, ReLU,
     max-pool 2x2 stride 2; then flattened to `[N, F]`. Small enough for grid worlds (5x5) and cheap on 64x64 pixels.
 
-    uint8 images are scaled to [0, 1]; other dtypes are read as they are.
+    uint8 images are scaled to [0, 1]; other dtypes are read as they are. With
+    `layer_norm`, LayerNorm over the channels of each convolution's output (per position, as purejaxql's PQN
+    MinAtar network normalises) before the ReLU.
     """
 
     channels: Sequence[int] = (16, 32, 32)
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, image: jnp.ndarray) -> jnp.ndarray:
         x = image.astype(jnp.float32) / (255.0 if image.dtype == jnp.uint8 else 1.0)
         for channels in self.channels:
-            x = nn.relu(conv(channels, 3, 1, "SAME")(x))
+            x = nn.relu(_normalized(conv(channels, 3, 1, "SAME")(x), self.layer_norm))
             x = nn.max_pool(x, (2, 2), strides=(2, 2), padding="SAME")
         return x.reshape(x.shape[0], -1)
 
@@ -87,14 +100,17 @@ class MultiInput(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
+    layer_norm: bool = False  # In the convolutions and the MLP alike.
 
     @nn.compact
     def __call__(self, observation: Any) -> jnp.ndarray:
         features = [
-            GridCNN(self.channels)(leaf) if leaf.ndim == 4 else leaf.reshape(leaf.shape[0], -1).astype(jnp.float32)
+            GridCNN(self.channels, self.layer_norm)(leaf)
+            if leaf.ndim == 4
+            else leaf.reshape(leaf.shape[0], -1).astype(jnp.float32)
             for leaf in jax.tree.leaves(observation)
         ]
-        return MLP(self.hidden_sizes, self.activation)(jnp.concatenate(features, axis=-1))
+        return MLP(self.hidden_sizes, self.activation, self.layer_norm)(jnp.concatenate(features, axis=-1))
 
 
 class NatureCNN(nn.Module):

@@ -15,7 +15,7 @@ from ml_collections import ConfigDict
 from podracer import agents
 from podracer.agents.cores import CORES
 from podracer.agents.optimizer import OPTIMIZERS
-from podracer.agents.torsos import TORSOS
+from podracer.agents.torsos import TORSOS, VECTOR_TORSOS
 from podracer.anakin import settings as anakin_settings
 from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
@@ -71,6 +71,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
             "core": "none",  # A recurrent core between torso and heads (podracer.agents.cores): none, lstm or gru.
             "core_size": 256,  # The core's units.
             "head_hidden_sizes": (),  # Hidden layers of each head of its own, after the torso (and core).
+            "layer_norm": False,  # LayerNorm before each hidden activation of the mlp and multi_input torsos (PQN).
         }
     )
     config.optimizer = ConfigDict(
@@ -190,6 +191,13 @@ def _validate_network_and_optimizer(config: ConfigDict) -> None:
     field_checks.choice(config, "network.core", CORES)
     field_checks.integer(config, "network.core_size", at_least=1, example=256)
     field_checks.integers(config, "network.head_hidden_sizes", at_least=1, example="(128,)", non_empty=False)
+    field_checks.boolean(config, "network.layer_norm")
+    if config.network.layer_norm and config.network.torso not in VECTOR_TORSOS:
+        raise ConfigError(
+            "network.layer_norm",
+            f"the {config.network.torso} torso has no LayerNorm (only {' and '.join(VECTOR_TORSOS)} have)",
+            "set --config.network.layer_norm=False, or use --config.network.torso=mlp",
+        )
     if config.network.core != "none" and not config.network.shared_torso:
         raise ConfigError(
             "network.shared_torso",

@@ -41,12 +41,12 @@ def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environmen
 
 @pytest.mark.parametrize(
     "name",
-    ["actor_critic", *(pytest.param(name, marks=pytest.mark.slow) for name in ("impala", "ppo", *CONTINUOUS))],
+    ["actor_critic", *(pytest.param(name, marks=pytest.mark.slow) for name in ("impala", "ppo", "pqn", *CONTINUOUS))],
 )
 def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     assert name in agents.names()
     config = podracer.defaults(name)
-    if name == "ppo":
+    if name in ("ppo", "pqn"):
         config.agent.num_minibatches = 2  # 8 x 6 transitions in 2 minibatches of 24.
     if name in CONTINUOUS:  # The buffer's rows are the rollout's environments; two gradient steps on the first rollout.
         config.num_devices, config.num_envs, config.unroll_length = 1, B, T
@@ -57,7 +57,7 @@ def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     state = agent.init(init_key, spec_env.observation_spec(), spec_env.action_spec())
     trajectory = jax.jit(rollout, static_argnums=(0, 3))(agent, state, data_key, spec_env)
     if name not in CONTINUOUS:
-        assert trajectory.extras["logits"].shape == (T, B, 3)
+        assert trajectory.extras["q_values" if name == "pqn" else "logits"].shape == (T, B, 3)
 
     outside = jax.jit(agent.learn)(state, trajectory, learn_key, None)
     mesh = device_mesh(jax.devices()[:1])
@@ -97,6 +97,7 @@ def test_every_builtin_agent_is_registered_with_defaults_and_checks():
         ("ppo", "logits"),
         ("impala", "logits"),
         ("dqn", "q_values"),
+        ("pqn", "q_values"),
         pytest.param("muzero", "search_policy", marks=pytest.mark.slow),
     ],
 )

@@ -1,0 +1,42 @@
+"""`scripts/compare_purejaxql.py`: both sides run the same hyperparameters for the same whole updates.
+
+Timing itself needs a purejaxql checkout and is not tested here.
+"""
+
+import importlib.util
+import os
+
+import pytest
+
+from tests.helpers import ROOT
+
+SPEC = importlib.util.spec_from_file_location(
+    "compare_purejaxql", os.path.join(ROOT, "scripts", "compare_purejaxql.py")
+)
+compare = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(compare)
+
+
+def test_purejaxqls_settings_are_the_podracer_configs():
+    config, settings, steps = compare.plan(2e6, 61)
+    assert steps == settings["TOTAL_TIMESTEPS"] == settings["TOTAL_TIMESTEPS_DECAY"] == config.total_steps
+    assert steps == 488 * 128 * 32  # Whole updates: purejaxql's NUM_UPDATES, 2e6 // 4,096.
+    assert (settings["NUM_ENVS"], settings["NUM_STEPS"]) == (config.num_envs, config.unroll_length)
+    agent, optimizer, network = config.agent, config.optimizer, config.network
+    assert (settings["NUM_EPOCHS"], settings["NUM_MINIBATCHES"]) == (agent.num_epochs, agent.num_minibatches)
+    assert (settings["GAMMA"], settings["LAMBDA"]) == (agent.gamma, agent.td_lambda)
+    assert (settings["EPS_START"], settings["EPS_FINISH"], settings["EPS_DECAY"]) == (
+        agent.epsilon_start,
+        agent.epsilon_end,
+        agent.epsilon_fraction,
+    )
+    assert (settings["LR"], settings["MAX_GRAD_NORM"]) == (optimizer.learning_rate, optimizer.max_grad_norm)
+    assert settings["LR_LINEAR_DECAY"] == optimizer.anneal_lr and optimizer.name == "radam"
+    assert network.hidden_sizes == (settings["HIDDEN_SIZE"],) * settings["NUM_LAYERS"] and network.layer_norm
+    assert (network.torso, network.activation, agent.reward_scale) == ("mlp", "relu", 1.0)
+    assert config.updates_per_dispatch == 61
+
+
+def test_a_run_shorter_than_one_update_is_refused():
+    with pytest.raises(ValueError, match="fewer than one update"):
+        compare.plan(4000, 61)
