@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from podracer.config.errors import UsageError
+from podracer.config.errors import ConfigError, UsageError
 from podracer.envs.registry import split_suite
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent, load
@@ -78,7 +78,12 @@ def opponent(trained: TrainedAgent, env: Any, name: str, greedy: bool) -> Player
     `env`'s game with the same settings."""
     if name == RANDOM:
         return random_player
-    other = load(name)
+    try:
+        other = load(name)
+    except ConfigError:
+        raise UsageError(
+            f"--opponent {name!r} holds no checkpoint; give random or the --workdir of a train run"
+        ) from None
     other_env = game_of(other, f"--opponent {name!r}")
     if (other_env.task, other_env.constructor_kwargs) != (env.task, env.constructor_kwargs):
         raise UsageError(f"--opponent {name!r} plays {other.config.env.name}, not {trained.config.env.name}")

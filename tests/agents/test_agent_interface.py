@@ -13,9 +13,9 @@ from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 T, B = 8, 6
 
 
-def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
-    """T steps of `agent.act` on B Catch environments, as Anakin collects them, from B fresh agent states."""
-    env = envs.wrap_for_training(envs.make("catch", rows=5))
+def rollout(agent: podracer.Agent, learner_state, key, env=None) -> podracer.Trajectory:
+    """T steps of `agent.act` on B environments (Catch by default), as Anakin collects them, from B fresh agent states."""
+    env = envs.wrap_for_training(env or envs.make("catch", rows=5))
     reset_key, step_key = jax.random.split(key)
     env_state, timestep = env.reset(jax.random.split(reset_key, B))
     params = agent.acting_params(learner_state)
@@ -35,7 +35,12 @@ def rollout(agent: podracer.Agent, learner_state, key) -> podracer.Trajectory:
 
 @pytest.mark.parametrize(
     "name",
-    ["actor_critic", pytest.param("impala", marks=pytest.mark.slow), pytest.param("ppo", marks=pytest.mark.slow)],
+    [
+        "actor_critic",
+        pytest.param("impala", marks=pytest.mark.slow),
+        pytest.param("ppo", marks=pytest.mark.slow),
+        pytest.param("alphazero", marks=pytest.mark.slow),
+    ],
 )
 def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     assert name in agents.names()
@@ -43,11 +48,17 @@ def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     if name == "ppo":
         config.agent.num_minibatches = 2  # 8 x 6 transitions in 2 minibatches of 24.
     spec_env = envs.make("catch", rows=5)
+    if name == "alphazero":  # Self-play on a two-player game; the buffer samples sequences of 6 in the first call.
+        config.env.name, config.env.kwargs = "pgx:tic_tac_toe", {"self_play": True}
+        config.num_envs, config.num_devices, config.unroll_length = B, 1, T
+        config.agent.update(outcome_horizon=5, buffer_size=10 * B, min_replay_size=T * B, num_simulations=4)
+        spec_env = envs.make(config.env.name, **config.env.kwargs)
     agent = agents.make(config, num_updates=10)
     init_key, data_key, learn_key = jax.random.split(jax.random.key(0), 3)
     state = agent.init(init_key, spec_env.observation_spec(), spec_env.action_spec())
-    trajectory = jax.jit(rollout, static_argnums=0)(agent, state, data_key)
-    assert trajectory.extras["logits"].shape == (T, B, 3)
+    trajectory = jax.jit(rollout, static_argnums=(0, 3))(agent, state, data_key, spec_env)
+    policy = trajectory.extras["search_policy" if name == "alphazero" else "logits"]
+    assert policy.shape == (T, B, spec_env.action_spec().num_values)
 
     outside = jax.jit(agent.learn)(state, trajectory, learn_key, None)
     mesh = device_mesh(jax.devices()[:1])
