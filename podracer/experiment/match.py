@@ -27,7 +27,15 @@ from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent, load
 
 RANDOM = "random"
-Player = Callable[[Any, chex.PRNGKey], chex.Array]  # (the game's Pgx states [N], keys [N]) -> actions [N].
+
+
+@dataclasses.dataclass(frozen=True)
+class Player:
+    """One side of a match: `choose(params, games, keys) -> moves`, for Pgx states `[N]` and keys `[N]`, and the
+    `params` it is given (arguments of the compiled match, not constants inside it)."""
+
+    choose: Callable[[Any, Any, chex.PRNGKey], chex.Array]
+    params: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,20 +72,23 @@ def game_of(trained: TrainedAgent, what: str) -> Any:
 def agent_player(trained: TrainedAgent, env: Any, greedy: bool) -> Player:
     """A trained agent as a player: it sees `env`'s observation of the game (its own run's environment)."""
     act = trained.agent.greedy_act if greedy and trained.agent.greedy_act else trained.agent.act
-    return lambda game, keys: act(trained.acting_params, env.observe(game), keys)[0]
+    return Player(lambda params, game, keys: act(params, env.observe(game), keys)[0], trained.acting_params)
 
 
-def random_player(game: Any, keys: chex.PRNGKey) -> chex.Array:
-    """A uniformly random legal move of each game."""
+def _random_moves(params: None, game: Any, keys: chex.PRNGKey) -> chex.Array:
     logits = jnp.where(game.legal_action_mask, 0.0, -jnp.inf)
     return jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+
+
+RANDOM_PLAYER = Player(_random_moves)
+"""A uniformly random legal move of each game."""
 
 
 def opponent(trained: TrainedAgent, env: Any, name: str, greedy: bool) -> Player:
     """The opponent `--opponent NAME` names: `random`, or the agent of the run in the workdir `name`, which must play
     `env`'s game with the same settings."""
     if name == RANDOM:
-        return random_player
+        return RANDOM_PLAYER
     try:
         other = load(name)
     except ConfigError:
@@ -92,17 +103,20 @@ def opponent(trained: TrainedAgent, env: Any, name: str, greedy: bool) -> Player
 
 def play(env: Any, player: Player, other: Player, episodes: int, seed: int, max_steps: int) -> Results:
     """`episodes` games of `env` between `player` (first in even games) and `other`, from `seed`."""
-    outcome, first, ended = jax.jit(_games, static_argnums=(0, 1, 2, 3, 5))(
-        env, player, other, episodes, jax.random.key(seed), max_steps
+    games = jax.jit(_games, static_argnums=(0, 1, 2, 3, 4))
+    outcome, first, ended = games(
+        env, player.choose, other.choose, episodes, max_steps, player.params, other.params, jax.random.key(seed)
     )
     outcome, first, ended = (np.asarray(x) for x in (outcome, first, ended))
     counts = [np.bincount(1 - first[ended & test], minlength=2) for test in (outcome > 0, outcome == 0, outcome < 0)]
     return Results(*counts, unfinished=int(np.sum(~ended)))
 
 
-def _games(env: Any, player: Player, other: Player, episodes: int, key: chex.PRNGKey, max_steps: int):
-    """`(outcome, moved_first, ended)` `[episodes]`: the sum of `player`'s rewards, whether it moved first, and
-    whether the game ended."""
+def _games(
+    env: Any, ours: Callable, theirs: Callable, episodes: int, max_steps: int, params: Any, other_params: Any, key
+) -> tuple[chex.Array, chex.Array, chex.Array]:
+    """`(outcome, moved_first, ended)` `[episodes]`: the sum of the rewards of the player choosing with `ours`,
+    whether it moved first, and whether the game ended."""
     reset_key, play_key = jax.random.split(key)
     state, _ = jax.vmap(env.reset)(jax.random.split(reset_key, episodes))
     first = jnp.arange(episodes) % 2 == 0
@@ -111,8 +125,8 @@ def _games(env: Any, player: Player, other: Player, episodes: int, key: chex.PRN
     def move(carry):
         state, outcome, ended, t = carry
         keys = jax.random.split(jax.random.fold_in(play_key, t), (2, episodes))
-        ours, theirs = player(state.game, keys[0]), other(state.game, keys[1])
-        action = jnp.where(env.current_player(state) == seat, ours, theirs)
+        mine, others = ours(params, state.game, keys[0]), theirs(other_params, state.game, keys[1])
+        action = jnp.where(env.current_player(state) == seat, mine, others)
         state, timestep = jax.vmap(env.step)(state, action)
         reward = jnp.take_along_axis(env.rewards(state), seat[:, None], axis=1)[:, 0]
         return state, outcome + jnp.where(ended, 0.0, reward), ended | (timestep.step_type == LAST), t + 1

@@ -8,20 +8,18 @@ import pytest
 from podracer import cli, envs
 from podracer.experiment import match
 
-
-def lowest_legal(game, keys):
-    """Always the lowest legal cell: the player moving first takes 0, 2, 4, 6 and wins on the diagonal."""
-    return jnp.argmax(game.legal_action_mask, axis=-1).astype(jnp.int32)
+LOWEST_LEGAL = match.Player(lambda params, game, keys: jnp.argmax(game.legal_action_mask, axis=-1).astype(jnp.int32))
+"""Always the lowest legal cell: the player moving first takes 0, 2, 4, 6 and wins on the diagonal."""
 
 
 def test_seats_alternate_and_each_game_counts_for_the_side_that_won_it():
     env = envs.make("pgx:tic_tac_toe", self_play=True)
-    results = match.play(env, lowest_legal, lowest_legal, 10, seed=0, max_steps=20)
+    results = match.play(env, LOWEST_LEGAL, LOWEST_LEGAL, 10, seed=0, max_steps=20)
     np.testing.assert_array_equal(results.wins, [5, 0])  # Moving first (games 0, 2, ...) it wins ...
     np.testing.assert_array_equal(results.losses, [0, 5])  # ... and second, it loses to the same play.
     assert results.draws.sum() == 0 and results.unfinished == 0
     assert results.line() == "5 wins, 0 draws, 5 losses" and results.line(1) == "0 wins, 0 draws, 5 losses"
-    cut = match.play(env, lowest_legal, match.random_player, 4, seed=0, max_steps=3)  # No game ends in 3 moves.
+    cut = match.play(env, LOWEST_LEGAL, match.RANDOM_PLAYER, 4, seed=0, max_steps=3)  # No game ends in 3 moves.
     assert cut.unfinished == 4 and cut.wins.sum() + cut.draws.sum() + cut.losses.sum() == 0
 
 
