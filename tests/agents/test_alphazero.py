@@ -179,6 +179,8 @@ def test_alphazero_learns_tictactoe_to_lose_no_game_to_a_random_player(tmp_path,
     out = capsys.readouterr().out
     wins, draws, losses = map(int, re.search(r"in all: (\d+) wins, (\d+) draws, (\d+) losses", out).groups())
     assert losses == 0 and wins + draws == 1000 and wins > 900, out
+    assert cli.run(["export", str(tmp_path), "--out", str(tmp_path / "policy.bin")]) == 2  # Pgx's state: no export.
+    assert "jax.export cannot take as an input" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # Three runs of 4 to 8 updates, of the learning test's program (compiled once a session).
