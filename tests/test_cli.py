@@ -13,6 +13,7 @@ import podracer
 from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_cli, run_module
 
 CATCH = "configs/anakin_catch.py"
+TICTACTOE = "configs/anakin_tictactoe_alphazero.py"
 
 
 @pytest.mark.slow  # A podracer train run in a fresh process.
@@ -173,6 +174,9 @@ BAD_INPUTS = [
         ["config.agent.burn_in", "as long as the sequence", "nothing to learn from"],
     ),
     (DQN, ["--config.agent.burn_in=2"], 1, ["config.agent.burn_in", "recurrent core", "--config.network.core=lstm"]),
+    # Self-play (AlphaZero) on a single-player game, or off Pgx.
+    (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
+    (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),
 ]
 
 
