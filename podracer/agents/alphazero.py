@@ -27,8 +27,8 @@ pi the search policy `act` stored, z the game's outcome from the side of the
 player to move. With the reward only at the end of a zero-sum game, z is the
 return with discount -1, computed backwards over a sampled sequence and cut
 at every game's end: z_t = r_{t+1} - z_{t+1}, z_t = r_{t+1} where the move
-ends the game (`outcomes`). The L2 term of the paper is left to the
-optimiser. Each `learn` call adds its rollout to the buffer and takes
+ends the game (`outcomes`). The paper's L2 term c ||theta||^2 is not
+included. Each `learn` call adds its rollout to the buffer and takes
 `replay_ratio` gradient steps (`replay.make_learn`), each on the first step
 of `batch_size` sampled sequences of `outcome_horizon` moves, uniformly, as
 the paper sampled its latest games: a step whose game does not end within
