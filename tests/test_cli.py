@@ -13,6 +13,7 @@ import podracer
 from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_cli, run_module
 
 CATCH = "configs/anakin_catch.py"
+TICTACTOE = "configs/anakin_tictactoe_alphazero.py"
 
 
 @pytest.mark.slow  # A podracer train run in a fresh process.
@@ -185,6 +186,9 @@ BAD_INPUTS = [
     (PQN, ["--config.agent.td_lambda=1.5"], 1, ["config.agent.td_lambda", "<= 1"]),
     (PQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "actor-critic agent"]),
     (PQN, ["--config.agent.num_minibatches=3"], 1, ["config.agent.num_minibatches", "2048 transitions", "divisor"]),
+    # Self-play (AlphaZero) on a single-player game, or off Pgx.
+    (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
+    (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),
 ]
 
 

@@ -32,7 +32,7 @@ from podracer.agents import policy
 from podracer.agents.layers import dense
 from podracer.agents.torsos import MLP, flatten_observation
 from podracer.config.errors import ConfigError
-from podracer.envs.actions import without_action_mask
+from podracer.envs.actions import network_input
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0  # A Gaussian actor's log-std is clipped into this range (as CleanRL's SAC).
 NUM_CRITICS = 2  # Twin critics: the target takes the smaller of the two (clipped double Q).
@@ -50,7 +50,7 @@ class Model:
 
 
 def _features(observation: Any) -> jnp.ndarray:
-    return flatten_observation(without_action_mask(observation))
+    return flatten_observation(network_input(observation))
 
 
 class GaussianActor(nn.Module):

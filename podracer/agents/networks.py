@@ -33,7 +33,7 @@ from podracer.agents.torsos import (
 )
 from podracer.agents.trajectory import Trajectory, merge_leading_dims
 from podracer.config.errors import ConfigError
-from podracer.envs.actions import action_mask, without_action_mask
+from podracer.envs.actions import action_mask, network_input
 from podracer.envs.timestep import FIRST
 
 ACTION_HEADS = ("categorical", "gaussian")
@@ -132,8 +132,8 @@ class QNetwork(nn.Module):
 
 def _torso(network: nn.Module, observation: Any, shared: bool) -> tuple[jnp.ndarray, jnp.ndarray]:
     """The policy's and the value's features `[N, F]` from the network's torso (one torso when `shared`), which
-    reads the observation without its action mask."""
-    observation = without_action_mask(observation)
+    reads the observation without its action mask and game state (`network_input`)."""
+    observation = network_input(observation)
     if network.torso not in VECTOR_TORSOS:
         if not shared:
             raise ValueError(f"torso {network.torso!r} is shared by policy and value; set shared_torso=True.")

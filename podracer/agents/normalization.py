@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from podracer.envs.actions import ACTION_MASK, action_mask, without_action_mask
+from podracer.envs.actions import ACTION_MASK, action_mask, network_input
 from podracer.runtime import collectives
 
 EPSILON = 1e-8
@@ -97,13 +97,14 @@ def update(
 def normalize_observation(statistics: RunningStatistics, observation: Any) -> Any:
     """clip((o - mean) / sqrt(var + eps), -10, 10) per feature; leaves may carry any leading batch axes.
 
-    An action mask (`podracer.envs.actions`) passes through as it is: it says which actions are legal.
+    An action mask (`podracer.envs.actions`) passes through as it is: it says which actions are legal; a game's
+    state is left out, as no network reads it.
     """
     normalized = jax.tree.map(
         lambda o, m, v: jnp.clip(
             (o.astype(jnp.float32) - m) * jax.lax.rsqrt(v + EPSILON), -OBSERVATION_CLIP, OBSERVATION_CLIP
         ),
-        *(without_action_mask(tree) for tree in (observation, statistics.mean, statistics.variance)),
+        *(network_input(tree) for tree in (observation, statistics.mean, statistics.variance)),
     )
     mask = action_mask(observation)
     return normalized if mask is None else {**normalized, ACTION_MASK: mask}

@@ -1,4 +1,4 @@
-"""Acting by Monte Carlo tree search in a learned model, with mctx: MuZero's `act`.
+"""Acting by Monte Carlo tree search with mctx: MuZero's `act` in its learned model, and any model's (`act_by_search`).
 
 Each environment's action comes from a search from its own observation
 (Schrittwieser et al. 2020, Section 3 and Appendix B): the representation
@@ -20,7 +20,9 @@ Two searches, chosen by `agent.search`:
 
 `act` returns the search policy and the root's search value as its extras;
 MuZero learns its policy from the first and bootstraps its value targets
-from the second. Every environment searches with its own key (the search is
+from the second. `act_by_search` serves a search in another model (AlphaZero
+steps the game's own rules, `podracer.agents.alphazero`): its own root and
+`recurrent_fn`, and the actions that are illegal at the root. Every environment searches with its own key (the search is
 vmapped over environments), so its action does not depend on the batch.
 """
 
@@ -91,18 +93,20 @@ def root(params: NetworkParams, observation: Any) -> mctx.RootFnOutput:
     return mctx.RootFnOutput(prior_logits=prior_logits, value=support.to_scalar(value_logits), embedding=latent)
 
 
-def search(agent_config: ConfigDict, gamma: float) -> Callable:
-    """`search(params, root, key) -> mctx.PolicyOutput`: the search `agent_config` names, over a batch of roots."""
-    step = recurrent_fn(gamma)
+def planner(agent_config: ConfigDict, recurrent: Callable) -> Callable:
+    """`plan(params, root, key, invalid_actions=None) -> mctx.PolicyOutput`: the search `agent_config` names over a
+    batch of roots, expanding nodes with `recurrent` (mctx's `recurrent_fn`); `invalid_actions` (bool `[N, A]`,
+    True = illegal) are never searched or chosen at the root."""
 
-    def run(params: NetworkParams, root_output: mctx.RootFnOutput, key: chex.PRNGKey) -> mctx.PolicyOutput:
+    def plan(params: Any, root_output: mctx.RootFnOutput, key: chex.PRNGKey, invalid_actions: Any = None):
         if agent_config.search == "gumbel":
             return mctx.gumbel_muzero_policy(
                 params,
                 key,
                 root_output,
-                step,
+                recurrent,
                 num_simulations=agent_config.num_simulations,
+                invalid_actions=invalid_actions,
                 max_num_considered_actions=agent_config.max_num_considered_actions,
                 gumbel_scale=agent_config.gumbel_scale,
             )
@@ -110,8 +114,9 @@ def search(agent_config: ConfigDict, gamma: float) -> Callable:
             params,
             key,
             root_output,
-            step,
+            recurrent,
             num_simulations=agent_config.num_simulations,
+            invalid_actions=invalid_actions,
             dirichlet_fraction=agent_config.dirichlet_fraction,
             dirichlet_alpha=agent_config.dirichlet_alpha,
             pb_c_init=agent_config.pb_c_init,
@@ -119,23 +124,40 @@ def search(agent_config: ConfigDict, gamma: float) -> Callable:
             temperature=agent_config.temperature,
         )
 
-    return run
+    return plan
 
 
-def make_act(agent_config: ConfigDict, gamma: float) -> Callable:
-    """MuZero's `act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment."""
-    run = search(agent_config, gamma)
+def search(agent_config: ConfigDict, gamma: float) -> Callable:
+    """MuZero's `search(params, root, key) -> mctx.PolicyOutput`, in its learned model, over a batch of roots."""
+    return planner(agent_config, recurrent_fn(gamma))
 
-    def act(params: NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+
+RootFn = Callable[[Any, Any], tuple[mctx.RootFnOutput, Any]]
+"""`(params, observation [N, ...]) -> (mctx.RootFnOutput, invalid_actions [N, A] or None)`: a search's roots."""
+
+
+def act_by_search(agent_config: ConfigDict, root_fn: RootFn, recurrent: Callable) -> Callable:
+    """`act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment from its
+    `root_fn` root, expanding with `recurrent`; extras: the search policy and the root's search value."""
+    plan = planner(agent_config, recurrent)
+
+    def act(params: Any, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
         def one_environment(single_observation: Any, environment_key: chex.PRNGKey):
-            batch_of_one = jax.tree.map(lambda x: x[None], single_observation)
-            output = run(params, root(params, batch_of_one), environment_key)
+            root_output, invalid_actions = root_fn(params, jax.tree.map(lambda x: x[None], single_observation))
+            output = plan(params, root_output, environment_key, invalid_actions)
             return output.action[0], output.action_weights[0], output.search_tree.summary().value[0]
 
         action, search_policy, root_value = jax.vmap(one_environment)(observation, key)
         return action.astype(jnp.int32), {"search_policy": search_policy, "root_value": root_value}
 
     return act
+
+
+def make_act(agent_config: ConfigDict, gamma: float) -> Callable:
+    """MuZero's `act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment."""
+    return act_by_search(
+        agent_config, lambda params, observation: (root(params, observation), None), recurrent_fn(gamma)
+    )
 
 
 def greedy(act: Callable) -> Callable:

@@ -7,8 +7,9 @@ axis. The MLP torso flattens every leaf and concatenates them in the pytree's
 else. The multi-input torso (`MultiInput`) does the same for vectors but reads
 every channels-last image leaf `[N, H, W, C]` (Craftax's and POPGym Arcade's
 pixels, Jumanji's and XLand-MiniGrid's grids) with a small convolutional
-network first. An action mask in the observation (`podracer.envs.actions`) is
-not read by any torso: the networks take it out first. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
+network first. An action mask or a game's state in the observation
+(`podracer.envs.actions`) is not read by any torso: the networks take them
+out first. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
 `[N, C, H, W]`, a channels-first frame stack as envpool's Atari returns it,
 which `preprocess_pixels` turns into float NHWC in [0, 1]. Their layers have
 orthogonal weights with gain sqrt(2) (`podracer.agents.layers`). The heads on

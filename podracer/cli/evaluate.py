@@ -7,8 +7,12 @@ episodes as a periodic evaluation of the run with the same `--seed` would
 episode's return, then their mean and standard error. With `--video`, the
 first `--video-episodes` episodes are drawn and written as an MP4 or GIF,
 with the returns beside it (`FILE.returns.json`), and sent to the run's
-wandb run where its config names one (`logger.wandb`). A workdir without a
-checkpoint, a bad path and an environment that cannot be drawn exit 2 before
+wandb run where its config names one (`logger.wandb`). With `--opponent`, the
+run's agent plays a two-player Pgx game instead, against a uniformly random
+legal player (`random`) or the agent of another run's workdir, seats
+alternating (`podracer.experiment.match`), and the wins, draws and losses are
+printed. A workdir without a checkpoint, a bad path, an environment that
+cannot be drawn and a match of a game that is not two players' exit 2 before
 anything is played or written.
 """
 
@@ -45,6 +49,12 @@ def register(commands: Commands) -> None:
     parser.add_argument("--member", type=int, metavar="I", help="a population's member to play")
     parser.add_argument("--seed", type=int, default=0, help="the episodes' keys (evaluation.seed's meaning)")
     parser.add_argument("--max-steps", type=int, default=100_000, help="steps after which an episode is left out")
+    parser.add_argument(
+        "--opponent",
+        metavar="random|WORKDIR",
+        help="play a two-player game against a uniformly random legal player or another run's agent, seats "
+        "alternating, and print wins, draws and losses",
+    )
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -62,6 +72,8 @@ def evaluate(args: argparse.Namespace) -> int:
         agent = trained.load(args.workdir, args.checkpoint, args.member)
     except ConfigError as error:  # No checkpoint, no such checkpoint or member: the flag it names.
         return report(args.prog, checkpoint_error(error))
+    if args.opponent:
+        return play_match(agent, args)
     try:
         played = watch.play(agent, args.episodes, args.greedy, args.seed, args.max_steps, video_episodes)
     except CannotRender as error:  # At the first frame, before any step.
@@ -88,6 +100,27 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def play_match(agent, args: argparse.Namespace) -> int:
+    """Plays `args.episodes` games of the run's agent against `args.opponent`; prints the wins, draws and losses."""
+    from podracer.config.errors import UsageError
+    from podracer.experiment import match
+
+    try:
+        env = match.game_of(agent, f"WORKDIR {args.workdir!r}")
+        opponent = match.opponent(agent, env, args.opponent, args.greedy)
+    except UsageError as error:
+        return report(args.prog, error)
+    player = match.agent_player(agent, env, args.greedy)
+    results = match.play(env, player, opponent, args.episodes, args.seed, args.max_steps)
+    actions = "greedy" if args.greedy else "sampled"
+    print(f"{agent.checkpoint}: step {agent.step:,}, {actions} actions, {agent.config.env.name}")
+    print(f"against {args.opponent}, moving first: {results.line(0)}")
+    print(f"against {args.opponent}, moving second: {results.line(1)}")
+    unfinished = f"; {results.unfinished} still running after --max-steps, left out" if results.unfinished else ""
+    print(f"in all: {results.line()} in {args.episodes} games{unfinished}")
+    return 0
+
+
 def send_video(agent, args: argparse.Namespace) -> None:
     """Logs the video to the run's wandb run, where its config names a project (`logger.wandb`): at the checkpoint's
     step, or just after the last step the wandb run has (wandb keeps only increasing steps)."""
@@ -106,6 +139,11 @@ def _check(args: argparse.Namespace) -> str | None:
         return problem
     if args.episodes < 1 or args.video_episodes < 1 or args.fps < 1 or args.max_steps < 1:
         return "--episodes, --video-episodes, --fps and --max-steps must be at least 1"
+    if args.opponent is not None:
+        if args.video is not None:
+            return "--video draws one agent's episodes, not a match: leave it out with --opponent"
+        if args.opponent != "random" and not os.path.isdir(args.opponent):
+            return f"--opponent {args.opponent!r} is neither random nor a folder; give the --workdir of a train run"
     if args.video is not None:
         if os.path.splitext(args.video)[1].lower() not in VIDEO_FORMATS:
             return f"--video {args.video!r}: name a {' or '.join(VIDEO_FORMATS)} file"

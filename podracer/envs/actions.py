@@ -4,7 +4,12 @@ Legal actions. An environment whose legal actions change (Jumanji's, Pgx's
 games) observes a dict whose `ACTION_MASK` entry is a bool `[A]`, True where
 the action is legal. The observation carries it to `act`, where the
 categorical head gives illegal actions no probability; torsos read the other
-entries (`without_action_mask`).
+entries (`network_input`).
+
+A game's state. Self-play on a Pgx game (`env.kwargs.self_play`) puts the
+game's own state in the observation dict under `GAME_STATE`, for a search
+that steps the game's rules from where the agent acts (AlphaZero). It is the
+agent's, like the mask: no torso reads it (`network_input`).
 
 Clipping. A Gaussian policy samples unbounded actions. The trajectory keeps the sample
 itself, so its log-probability under the policy that drew it stays exact; only
@@ -37,6 +42,8 @@ def is_continuous(spec: Any) -> bool:
 
 
 ACTION_MASK = "action_mask"
+GAME_STATE = "game_state"
+FOR_THE_AGENT = (ACTION_MASK, GAME_STATE)  # Entries of an observation dict that no network reads.
 
 
 def action_mask(observation: Any) -> chex.Array | None:
@@ -44,8 +51,8 @@ def action_mask(observation: Any) -> chex.Array | None:
     return observation.get(ACTION_MASK) if isinstance(observation, dict) else None
 
 
-def without_action_mask(observation: Any) -> Any:
-    """The observation without its action mask (unchanged where it has none): what a torso reads."""
-    if not isinstance(observation, dict) or ACTION_MASK not in observation:
+def network_input(observation: Any) -> Any:
+    """What a torso reads: the observation without its action mask and game state (unchanged where it has neither)."""
+    if not isinstance(observation, dict) or not any(key in observation for key in FOR_THE_AGENT):
         return observation
-    return {key: value for key, value in observation.items() if key != ACTION_MASK}
+    return {key: value for key, value in observation.items() if key not in FOR_THE_AGENT}

@@ -60,8 +60,9 @@ def export_policy(trained: TrainedAgent, out: str, greedy: bool = True, batch_si
     Raises `UsageError` before anything is traced: naming `--out` for a path
     that cannot be written, `--sample` for a greedy export of an agent without
     `greedy_act`, `--batch-size` for a batch size that is not a positive
-    integer, or the `export` extra when FlatBuffers (which `jax.export`
-    serialises with) is missing. While tracing, `--batch-size` again for a
+    integer, the `export` extra when FlatBuffers (which `jax.export`
+    serialises with) is missing, or a self-play agent (it searches from Pgx's
+    own game state, a type `jax.export` cannot take in). While tracing, `--batch-size` again for a
     network that cannot act on a symbolic batch.
     """
     paths = artefact_paths(out, trained.agent.recurrent)
@@ -111,6 +112,11 @@ def _check_request(trained: TrainedAgent, greedy: bool, batch_size: int | None) 
         raise UsageError("--sample: this agent has no greedy_act (its most likely action); export it with --sample")
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise UsageError(f"--batch-size {batch_size!r}: must be a positive integer; or leave it out for any batch size")
+    if trained.config.env.kwargs.get("self_play"):
+        raise UsageError(
+            f"{trained.config.env.name} with self_play: the agent searches from Pgx's own game state, which "
+            "jax.export cannot take as an input; play it with podracer evaluate --opponent instead"
+        )
     if importlib.util.find_spec("flatbuffers") is None:
         raise UsageError("exporting a policy needs FlatBuffers, for jax.export: pip install 'podracer[export]'")
 

@@ -14,9 +14,13 @@ T, B = 8, 6
 CONTINUOUS = ("sac", "td3")  # Off-policy agents for continuous actions: tested on Pendulum.
 
 
-def task(name: str) -> envs.Environment:
-    """The environment an agent is tested on: Catch, or Pendulum for a continuous agent."""
-    return envs.make("gymnax:Pendulum-v1") if name in CONTINUOUS else envs.make("catch", rows=5)
+def task(config) -> envs.Environment:
+    """The environment an agent is tested on: Catch, Pendulum for a continuous agent, or the config's own game."""
+    if config.agent.name in CONTINUOUS:
+        return envs.make("gymnax:Pendulum-v1")
+    if config.agent.name == "alphazero":
+        return envs.make(config.env.name, **config.env.kwargs)
+    return envs.make("catch", rows=5)
 
 
 def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environment) -> podracer.Trajectory:
@@ -41,7 +45,10 @@ def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environmen
 
 @pytest.mark.parametrize(
     "name",
-    ["actor_critic", *(pytest.param(name, marks=pytest.mark.slow) for name in ("impala", "ppo", "pqn", *CONTINUOUS))],
+    [
+        "actor_critic",
+        *(pytest.param(n, marks=pytest.mark.slow) for n in ("impala", "ppo", "pqn", "alphazero", *CONTINUOUS)),
+    ],
 )
 def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     assert name in agents.names()
@@ -51,13 +58,18 @@ def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     if name in CONTINUOUS:  # The buffer's rows are the rollout's environments; two gradient steps on the first rollout.
         config.num_devices, config.num_envs, config.unroll_length = 1, B, T
         config.agent.update(buffer_size=B * 16, min_replay_size=B, batch_size=16, replay_ratio=2)
-    spec_env = task(name)
+    if name == "alphazero":  # Self-play on a two-player game; the buffer samples sequences of 6 in the first call.
+        config.env.name, config.env.kwargs = "pgx:tic_tac_toe", {"self_play": True}
+        config.num_envs, config.num_devices, config.unroll_length = B, 1, T
+        config.agent.update(outcome_horizon=5, buffer_size=10 * B, min_replay_size=T * B, num_simulations=4)
+    spec_env = task(config)
     agent = agents.make(config, num_updates=10)
     init_key, data_key, learn_key = jax.random.split(jax.random.key(0), 3)
     state = agent.init(init_key, spec_env.observation_spec(), spec_env.action_spec())
     trajectory = jax.jit(rollout, static_argnums=(0, 3))(agent, state, data_key, spec_env)
     if name not in CONTINUOUS:
-        assert trajectory.extras["q_values" if name == "pqn" else "logits"].shape == (T, B, 3)
+        policy = trajectory.extras[{"pqn": "q_values", "alphazero": "search_policy"}.get(name, "logits")]
+        assert policy.shape == (T, B, spec_env.action_spec().num_values)
 
     outside = jax.jit(agent.learn)(state, trajectory, learn_key, None)
     mesh = device_mesh(jax.devices()[:1])

@@ -32,6 +32,7 @@ OPTIONS = {
         "--greedy",
         "--sample",
         "--checkpoint",
+        "--opponent",
     ],
     "podracer export": ["WORKDIR", "--out", "--sample", "--checkpoint", "--member", "--batch-size"],
     "podracer configs": ["DIR"],

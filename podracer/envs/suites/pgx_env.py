@@ -27,6 +27,18 @@ the game's. A single-agent learner (PPO) on a two-player game maximises the
 winning moves of both sides together, so it learns to collude (on tic-tac-toe,
 games where the first player wins in 5 moves): two-player games need self-play.
 
+Self-play (`self_play=True`, for two-player games of perfect information
+without chance). Search with the game's own rules as the model (AlphaZero)
+needs the game's state where the agent acts, and an agent sees only the
+observation: with `self_play` the observation also holds Pgx's state itself
+under `GAME_STATE` (`podracer.envs.actions`), which no network reads (as the
+mask, it is taken out before the torso). Its spec, a `pgx.State` of
+`dm_env` specs, is known without stepping. A game of one or three players
+(2048, MinAtar, sparrow mahjong) has no opponent to search against, and one
+with hidden cards or dice (poker, backgammon) would let the search see the
+opponent's cards or fix the dice, so those refuse it (`ConfigError` on
+`env.kwargs.self_play`).
+
 The player to move is not in the observation. Pgx's observations are already
 the mover's own view (tic-tac-toe's first plane is the mover's marks; Go's
 planes carry the mover's colour), while `current_player` is a seat number
@@ -37,7 +49,7 @@ that is pure noise, which a network would have to learn to ignore.
 The adapter's state keeps Pgx's state and a PRNG key, split on every step for
 the stochastic games (2048's new tiles, backgammon's dice, MinAtar's sticky
 actions); deterministic games ignore theirs. Keyword arguments: `step_limit`,
-and the keyword arguments of the game's constructor (`pgx.make` takes none):
+`self_play`, and the keyword arguments of the game's constructor (`pgx.make` takes none):
 MinAtar's `sticky_action_prob` and `use_minimal_action_set`, Go's `komi`,
 `history_length` and `max_terminal_steps` (with `size` matching the id: `go_9x9`
 takes `size=9`). Pgx 2.6 builds Hex with any `size` but runs only its own 11:
@@ -59,11 +71,16 @@ from flax import struct
 from podracer.config.errors import ConfigError
 from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
-from podracer.envs.actions import ACTION_MASK
+from podracer.envs.actions import ACTION_MASK, GAME_STATE
 from podracer.envs.base import Environment
 from podracer.envs.suites.adapting import Settings
 
 OBSERVATION = "observation"
+NOT_FOR_SELF_PLAY = {  # Two-player games whose true state a search must not see or cannot plan with.
+    "backgammon": "its dice are drawn inside `step`, which a search tree would take as fixed",
+    "kuhn_poker": "its state holds the opponent's hidden card",
+    "leduc_holdem": "its state holds the opponent's hidden card",
+}
 
 
 @struct.dataclass
@@ -79,6 +96,7 @@ class PgxEnvironment(Environment):
     task: str
     step_limit: int | None = None  # Truncates (discount 1) after this many moves; None: the game's own end only.
     constructor_kwargs: Settings = ()
+    self_play: bool = False  # The observation also holds Pgx's state, under GAME_STATE (module docstring).
 
     def __post_init__(self):
         if self.step_limit is not None and not is_whole_number(self.step_limit, 1):
@@ -98,7 +116,7 @@ class PgxEnvironment(Environment):
     def reset(self, key: chex.PRNGKey) -> tuple[PgxState, ts.TimeStep]:
         key, init_key = jax.random.split(key)
         game = self.pgx_env.init(init_key)
-        return PgxState(game, key), ts.restart(_observation(game))
+        return PgxState(game, key), ts.restart(self.observe(game))
 
     def step(self, state: PgxState, action: chex.Array) -> tuple[PgxState, ts.TimeStep]:
         key, step_key = jax.random.split(state.key)
@@ -107,7 +125,7 @@ class PgxEnvironment(Environment):
         truncated = game.truncated
         if self.step_limit is not None:
             truncated = truncated | (game._step_count >= self.step_limit)
-        timestep = ts.transition(_observation(game), game.rewards[mover], game.terminated, truncated)
+        timestep = ts.transition(self.observe(game), game.rewards[mover], game.terminated, truncated)
         return PgxState(game, key), timestep
 
     @staticmethod
@@ -120,12 +138,21 @@ class PgxEnvironment(Environment):
         """Every player's reward for the last move, float32 `[num_players]` (zeros after a reset)."""
         return state.game.rewards
 
+    def observe(self, game: pgx.State) -> dict[str, Any]:
+        """The observation of Pgx's state `game`: its planes and legal actions, and with `self_play` `game` itself."""
+        observation = {ACTION_MASK: game.legal_action_mask, OBSERVATION: game.observation}
+        return {**observation, GAME_STATE: game} if self.self_play else observation
+
     @functools.cached_property
-    def _observation_shapes(self) -> dict[str, jax.ShapeDtypeStruct]:
+    def _observation_shapes(self) -> dict[str, Any]:
         return jax.eval_shape(self.reset, jax.random.key(0))[1].observation
 
-    def observation_spec(self) -> dict[str, specs.Array]:
-        return {name: specs.Array(x.shape, x.dtype, name=name) for name, x in self._observation_shapes.items()}
+    def observation_spec(self) -> dict[str, Any]:
+        """A spec per entry; with `self_play`, `GAME_STATE`'s is Pgx's state with a spec at every leaf."""
+        return {
+            name: jax.tree.map(lambda x, name=name: specs.Array(x.shape, x.dtype, name=name), shapes)
+            for name, shapes in self._observation_shapes.items()
+        }
 
     def action_spec(self) -> specs.DiscreteArray:
         return specs.DiscreteArray(self._observation_shapes[ACTION_MASK].shape[0], np.int32, name="action")
@@ -140,23 +167,28 @@ def task_names() -> list[str]:
     return list(pgx.available_envs())
 
 
-def make(task: str, step_limit: int | None = None, **kwargs: Any) -> PgxEnvironment:
+def make(task: str, step_limit: int | None = None, self_play: bool = False, **kwargs: Any) -> PgxEnvironment:
     """The adapter of Pgx's `task`; `kwargs` go to the game's constructor (see the module's docstring).
 
-    Builds the game now, so an unknown or ill-typed keyword raises `ValueError` naming the accepted ones.
+    Builds the game now, so an unknown or ill-typed keyword raises `ValueError` naming the accepted ones,
+    and `self_play` on a game it does not suit raises `ConfigError` on `env.kwargs.self_play`.
     """
+    if not isinstance(self_play, bool):
+        raise ValueError(f"pgx {task}'s self_play must be True or False, got {self_play!r}.")
     constructor = _constructor_defaults(task)
     unknown = sorted(set(kwargs) - set(constructor))
     if unknown:
         raise ValueError(
-            f"pgx {task} has no setting {', '.join(unknown)}: it takes step_limit"
+            f"pgx {task} has no setting {', '.join(unknown)}: it takes step_limit, self_play"
             + (f" and its constructor's {sorted(constructor)}" if constructor else " (pgx.make takes no others)")
         )
     for name, value in kwargs.items():
         typed = matches_default_type(value, constructor[name])
         if typed is not None and not typed[0]:
             raise ValueError(f"pgx {task}'s {name} must be {typed[1]}, got {value!r}.")
-    env = PgxEnvironment(task, step_limit, tuple(sorted(kwargs.items())))
+    env = PgxEnvironment(task, step_limit, tuple(sorted(kwargs.items())), self_play)
+    if self_play:
+        _check_self_play(task, env.num_players)
     try:
         env.pgx_env  # noqa: B018 (builds the game: its constructor checks some of its arguments)
         env.observation_spec()  # Traces a reset: settings Pgx builds but cannot run with fail here.
@@ -165,8 +197,17 @@ def make(task: str, step_limit: int | None = None, **kwargs: Any) -> PgxEnvironm
     return env
 
 
-def _observation(game: pgx.State) -> dict[str, chex.Array]:
-    return {ACTION_MASK: game.legal_action_mask, OBSERVATION: game.observation}
+def _check_self_play(task: str, num_players: int) -> None:
+    """Raises `ConfigError` on `env.kwargs.self_play` where `task` is not a two-player game a search may play."""
+    if num_players != 2 or task in NOT_FOR_SELF_PLAY:
+        reason = NOT_FOR_SELF_PLAY.get(task, f"it is a game of {num_players} player{'s' * (num_players > 1)}")
+        raise ConfigError(
+            "env.kwargs.self_play",
+            f"self-play searches two-player games of perfect information without chance, and pgx:{task} is not one: "
+            + reason,
+            "choose a two-player game such as pgx:tic_tac_toe, pgx:connect_four, pgx:othello or pgx:go_9x9, or "
+            "leave self_play out and train a single-agent learner (ppo, dqn)",
+        )
 
 
 def _constructor_defaults(task: str) -> dict[str, Any]:

@@ -157,7 +157,9 @@ def test_specs_can_be_read_inside_a_jitted_function():
 def test_settings_are_step_limit_and_the_game_constructors_arguments():
     assert pgx_env.make("minatar-breakout", sticky_action_prob=0.0).pgx_env.sticky_action_prob == 0.0
     assert pgx_env.make("go_9x9", size=9, komi=6.5).pgx_env.id == "go_9x9"
-    with pytest.raises(ValueError, match=r"no setting max_steps: it takes step_limit \(pgx.make takes no others\)"):
+    with pytest.raises(
+        ValueError, match=r"no setting max_steps: it takes step_limit, self_play \(pgx.make takes no others\)"
+    ):
         pgx_env.make("tic_tac_toe", max_steps=10)
     with pytest.raises(ValueError, match=r"its constructor's \['sticky_action_prob', 'use_minimal_action_set'\]"):
         pgx_env.make("minatar-breakout", sticky=0.0)
