@@ -171,14 +171,17 @@ def test_the_game_state_is_in_the_observation_for_the_agent_and_no_network_reads
 
 
 @pytest.mark.slow  # About 40 s: the config's 200 updates of self-play, then 1,000 games against a random player.
-def test_alphazero_learns_tictactoe_to_lose_no_game_to_a_random_player(tmp_path, capsys):
+def test_alphazero_learns_tictactoe_to_lose_no_game_to_a_random_player_and_draw_against_itself(tmp_path, capsys):
     """The config's whole budget, 204,800 moves: seeds 0-10 all lose none of 1,000 greedy games (100K moves lose up
-    to 2 games with one seed in 8, 150K one with one seed in 5). A greedy illegal move would lose a game too."""
+    to 2 games with one seed in 8, 150K one with one seed in 5), and draw every game against themselves: perfect
+    play. A greedy illegal move would lose a game too."""
     podracer.train(load_config(CONFIG), workdir=str(tmp_path))
     assert cli.run(["evaluate", str(tmp_path), "--opponent", "random", "--episodes", "1000"]) == 0
     out = capsys.readouterr().out
     wins, draws, losses = map(int, re.search(r"in all: (\d+) wins, (\d+) draws, (\d+) losses", out).groups())
     assert losses == 0 and wins + draws == 1000 and wins > 900, out
+    assert cli.run(["evaluate", str(tmp_path), "--opponent", str(tmp_path), "--episodes", "100"]) == 0
+    assert "in all: 0 wins, 100 draws, 0 losses" in (out := capsys.readouterr().out), out  # Perfect play both sides.
     assert cli.run(["export", str(tmp_path), "--out", str(tmp_path / "policy.bin")]) == 2  # Pgx's state: no export.
     assert "jax.export cannot take as an input" in capsys.readouterr().err
 
