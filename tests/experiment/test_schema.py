@@ -38,7 +38,7 @@ IMPOSSIBLE = [
     (CATCH, {"replicas": 0}, ["config.replicas", ">= 1"]),
     (CATCH, {"cpu_threads": -1}, ["config.cpu_threads", ">= 0"]),
     (CATCH, {"env.name": "pong"}, ["config.env.name", "'pong'", "catch"]),
-    (CATCH, {"agent.name": "sac"}, ["config.agent.name", "'sac'", "ppo"]),
+    (CATCH, {"agent.name": "sarsa"}, ["config.agent.name", "'sarsa'", "ppo"]),
     (CATCH, {"architecture": "podracer"}, ["config.architecture", "sebulba"]),
     (f"{ROOT}/configs/anakin_cartpole_ppo.py", {"agent.num_epochs": 0}, ["config.agent.num_epochs", ">= 1"]),
     (f"{ROOT}/configs/anakin_cartpole_ppo.py", {"agent.clip_epsilon": 0.0}, ["config.agent.clip_epsilon", "> 0"]),

@@ -273,7 +273,7 @@ NESTED_TYPOS = [
     "agent.gamma.value",
 ]
 UNKNOWN_VALUES = [
-    ("agent.name", ["sac", "PPO", "a2c", "ppo ", "actor-critic"]),
+    ("agent.name", ["sarsa", "PPO", "a2c", "ppo ", "actor-critic"]),
     ("network.torso", ["vit", "resnet", "NatureCNN", "mlp2", ""]),
     ("network.activation", ["gelu", "sigmoid", "Tanh"]),
     ("optimizer.name", ["adagrad", "adamw", "SGD"]),
