@@ -28,7 +28,7 @@ from ml_collections import ConfigDict
 from podracer.agents.layers import conv, dense
 from podracer.config.errors import ConfigError
 
-_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "swish": nn.swish}  # swish: x sigmoid(x), rejax's choice.
 TORSOS = ("mlp", "multi_input", "nature_cnn", "impala_resnet", "muzero_resnet")  # The last is MuZero's model only.
 VECTOR_TORSOS = ("mlp", "multi_input")  # Read any nest of arrays; the others read frames only.
 

@@ -25,7 +25,7 @@ from podracer.sebulba import settings as sebulba_settings
 
 ARCHITECTURES = {"anakin": anakin_settings, "sebulba": sebulba_settings}
 RESUME_MODES = ("auto", "never", "must")  # See podracer.run.checkpoints.
-ACTIVATIONS = ("tanh", "relu")
+ACTIVATIONS = ("tanh", "relu", "swish")
 
 
 def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> ConfigDict:

@@ -1,0 +1,47 @@
+"""`scripts/compare_rejax.py`: podracer's config takes rejax's Pendulum SAC settings, on one device or split over two.
+
+Timing itself needs rejax and is not tested here.
+"""
+
+import importlib.util
+import os
+
+import pytest
+
+from tests.helpers import ROOT
+
+SPEC = importlib.util.spec_from_file_location("compare_rejax", os.path.join(ROOT, "scripts", "compare_rejax.py"))
+compare = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(compare)
+
+
+def test_podracers_config_takes_rejaxs_settings():
+    config, settings, steps = compare.plan(10_000, 1000)
+    assert steps == settings["total_timesteps"] == config.total_steps == 10_000
+    agent, optimizer, network = config.agent, config.optimizer, config.network
+    assert (config.num_envs, config.unroll_length, agent.replay_ratio) == (
+        settings["num_envs"],
+        1,
+        settings["num_epochs"],
+    )
+    assert (agent.batch_size, agent.buffer_size) == (settings["batch_size"], settings["buffer_size"])
+    assert agent.min_replay_size == settings["fill_buffer"] + 1  # rejax learns once more than fill_buffer are in.
+    assert (optimizer.name, optimizer.learning_rate, optimizer.eps) == ("adam", settings["learning_rate"], 1e-8)
+    assert agent.gamma == settings["gamma"] and agent.target_tau == pytest.approx(1 - settings["polyak"])
+    assert (network.hidden_sizes, network.activation) == ((64, 64), settings["agent_kwargs"]["activation"])
+    assert (agent.initial_temperature, agent.target_entropy) == (1.0, None)  # rejax: log alpha 0, target -D.
+    assert not settings["normalize_observations"]  # podracer's SAC has none.
+    assert (config.evaluation.every_steps, config.evaluation.episodes, config.evaluation.greedy) == (steps, 128, False)
+
+
+def test_two_devices_split_the_environments_buffer_and_batch():
+    config, settings, _ = compare.plan(10_000, 1000, cpu_devices=2)
+    agent = config.agent
+    assert (config.cpu_devices, config.num_devices, config.num_envs) == (2, 2, 2)
+    assert agent.replay_ratio == 2  # Per update of 2 environment steps: one gradient step per environment step.
+    assert (agent.batch_size * 2, agent.buffer_size * 2) == (settings["batch_size"], settings["buffer_size"])
+
+
+def test_a_run_that_never_learns_is_refused():
+    with pytest.raises(ValueError, match="no gradient step"):
+        compare.plan(256, 1000)
