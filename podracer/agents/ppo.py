@@ -237,14 +237,14 @@ def minibatch_epochs(
         )
     minibatch_size = num_samples // num_minibatches
 
-    def split(x: chex.Array, order: chex.Array) -> chex.Array:
-        """`[L, N, ...]` -> `[num_minibatches, L, N / num_minibatches, ...]`, along `order`."""
-        x = x[:, order].reshape((x.shape[0], num_minibatches, minibatch_size) + x.shape[2:])
-        return jnp.swapaxes(x, 0, 1)
+    def step(state, indices: chex.Array):
+        """`minibatch_step` on the `[L, minibatch_size, ...]` samples at `indices`, gathered here rather than from
+        a shuffled copy of the whole batch: one pass less over every sample, and no transposed copy."""
+        return minibatch_step(state, jax.tree.map(lambda x: x[:, indices], samples))
 
     def epoch(state, epoch_key):
-        order = shuffled_indices(epoch_key, num_samples)
-        return jax.lax.scan(minibatch_step, state, jax.tree.map(lambda x: split(x, order), samples))
+        order = shuffled_indices(epoch_key, num_samples).reshape(num_minibatches, minibatch_size)
+        return jax.lax.scan(step, state, order)
 
     key = jax.random.fold_in(key, collectives.axis_index(axis_name))
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
