@@ -9,10 +9,22 @@ frame), its in-training tests off; podracer trains
 `configs/anakin_minatar_breakout_pqn.py`, the same settings and network, for
 the same whole updates. Each timed run has a fresh process of its own, the two
 sides taking turns (who goes first alternates from pair to pair);
-compilation is left out on both sides (`purejaxrl_runs`). Both run XLA:CPU
-with `--cpu-threads` threads (PJRT_NPROC; 1 by default, podracer's Anakin
-default; 0: one per core). podracer dispatches `--updates-per-dispatch`
-updates at a time (61 by default, as `compare_purejaxrl.py` does).
+compilation is left out on both sides (`purejaxrl_runs`). podracer
+dispatches `--updates-per-dispatch` updates at a time (61 by default, as
+`compare_purejaxrl.py` does).
+
+Two ways to share the CPU. By default both run XLA:CPU with `--cpu-threads`
+threads (PJRT_NPROC; 1 by default, podracer's Anakin default; 0: one per
+core), podracer on one device. With `--whole-machine` each side uses every
+core its own way: purejaxql with XLA's default pool of one thread per core,
+podracer split into one XLA:CPU device per core (`config.cpu_devices`), one
+thread each. There each device steps its share of the 128 environments and
+takes each minibatch step on its share of the minibatch (32 minibatches of
+its own 4,096 / D transitions, `agent.num_minibatches` counting per device),
+the gradients averaged over devices: still 128 transitions and one RAdam
+step per minibatch, 2 x 32 steps per update, as purejaxql. What differs is
+only which transitions share a minibatch: each device shuffles its own
+environments' transitions, so a minibatch holds 128 / D of each device's.
 
 A run's return: podracer's is the mean of its last 100 episodes; purejaxql's
 is what its log reports last, the mean over its environments of each one's
@@ -25,7 +37,7 @@ stand-in serves for each that is missing. It was written against gymnax's
 `step` of one `done` flag; on gymnax 1.0 its log wrapper is given one
 (termination or time limit, as gymnax 0.0.x's `done` was).
 
-    python scripts/compare_purejaxql.py --purejaxql ~/purejaxql [--pairs 3] [--total-steps 2e6]
+    python scripts/compare_purejaxql.py --purejaxql ~/purejaxql [--pairs 3] [--total-steps 2e6] [--whole-machine]
 """
 
 import argparse
@@ -71,15 +83,17 @@ SETTINGS = {
 SIDES = ("purejaxql", "podracer")
 
 
-def plan(total_steps: float, updates_per_dispatch: int):
-    """(podracer's config, purejaxql's settings, steps per run): the same whole updates on both sides."""
+def plan(total_steps: float, updates_per_dispatch: int, cpu_devices: int = 1):
+    """(podracer's config on `cpu_devices` XLA:CPU devices, purejaxql's settings, steps per run): the same whole
+    updates on both sides."""
     from podracer import load_config
 
     batch = SETTINGS["NUM_ENVS"] * SETTINGS["NUM_STEPS"]
     steps = int(total_steps) // batch * batch
     if steps == 0:
         raise ValueError(f"--total-steps: fewer than one update of {batch:,} steps")
-    config = load_config(CONFIG, {"total_steps": steps, "updates_per_dispatch": updates_per_dispatch})
+    overrides = {"total_steps": steps, "updates_per_dispatch": updates_per_dispatch}
+    config = load_config(CONFIG, {**overrides, "cpu_devices": cpu_devices, "num_devices": cpu_devices})
     return config, {**SETTINGS, "TOTAL_TIMESTEPS": steps, "TOTAL_TIMESTEPS_DECAY": steps}, steps
 
 
@@ -128,6 +142,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pairs", type=int, default=3, help="alternating runs of each")
     parser.add_argument("--total-steps", type=float, default=1e7, help="environment steps per run in both")
     parser.add_argument("--cpu-threads", type=int, default=1, help="XLA:CPU threads for both (0: one per core)")
+    parser.add_argument(
+        "--whole-machine",
+        action="store_true",
+        help="every core for each: purejaxql one thread per core, podracer one device per core",
+    )
     parser.add_argument("--updates-per-dispatch", type=int, default=61, help="podracer's updates per dispatch")
     parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)  # One fresh process's run.
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -136,10 +155,18 @@ def make_parser() -> argparse.ArgumentParser:
 
 def one_run(args: argparse.Namespace) -> tuple[float, float]:
     """This process's timed run of `args.side` on `args.seed`."""
-    config, settings, steps = plan(args.total_steps, args.updates_per_dispatch)
+    config, settings, steps = plan(args.total_steps, args.updates_per_dispatch, podracer_devices(args))
     if args.side == "purejaxql":
         return run_purejaxql(args.purejaxql, settings, steps, args.seed)
     return purejaxrl_runs.podracer_runner(config)(args.seed)
+
+
+def podracer_devices(args: argparse.Namespace) -> int:
+    """podracer's XLA:CPU devices: one per core with `--whole-machine` (a divisor of the 128 environments), else 1."""
+    if not args.whole_machine:
+        return 1
+    cores = os.cpu_count() or 1
+    return max(d for d in (1, 2, 4, 8, 16, 32, 64, 128) if d <= cores)
 
 
 def main(argv=None) -> int:
@@ -152,11 +179,17 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps({"side": args.side, "steps_per_second": rate, "final_return": final_return}))
         return 0
     _, _, steps = plan(args.total_steps, args.updates_per_dispatch)
-    threads = str(args.cpu_threads) if args.cpu_threads else ""  # PJRT_NPROC unset: one thread per core.
+    threads = "" if args.whole_machine or not args.cpu_threads else str(args.cpu_threads)  # "": one per core.
     env = (
         {**os.environ, "PJRT_NPROC": threads} if threads else {k: v for k, v in os.environ.items() if k != "PJRT_NPROC"}
     )
-    print(f"Breakout-MinAtar: {steps:,} steps per run, XLA:CPU threads={threads or 'one per core'}, fresh processes")
+    devices = podracer_devices(args)
+    setting = (
+        f"purejaxql one XLA:CPU thread per core, podracer {devices} XLA:CPU devices of one thread"
+        if args.whole_machine
+        else f"XLA:CPU threads={threads or 'one per core'}, podracer on one device"
+    )
+    print(f"Breakout-MinAtar: {steps:,} steps per run, {setting}, fresh processes")
     results: dict[int, dict] = {}
     for seed, side in fresh_run_order(args.pairs, SIDES):
         command = [

@@ -220,10 +220,19 @@ def minibatch_epochs(
     num_minibatches: int,
     axis_name: collectives.AxisName,
     what: str = "transitions",
+    gather_in_step: bool = False,
 ) -> tuple[Any, dict]:
     """`num_epochs` passes over this device's `samples` (leaves `[L, N, ...]`), each shuffling the N `what` along
     axis 1 and taking `minibatch_step(state, minibatch) -> (state, metrics)` on each of `num_minibatches` equal
     minibatches in turn; the metrics are averaged over every step. Each device shuffles its shard differently.
+
+    The minibatches are sliced from a shuffled copy of the samples, or with
+    `gather_in_step` gathered inside each step from the samples as they are,
+    the same numbers either way. Gathering in the step skips a copy of the
+    whole batch and a transposed one: PQN on MinAtar (2 x 32 steps on 128 of
+    4,096 transitions) takes 5% less CPU an update. PPO's update on CartPole,
+    with more fields per sample and chunked gradients, took 2-3% more that
+    way (4 and 2,048 environments, the 2-core CI machine).
 
     Raises `ConfigError` naming `agent.num_minibatches` where N does not split into equal minibatches.
     """
@@ -237,13 +246,18 @@ def minibatch_epochs(
         )
     minibatch_size = num_samples // num_minibatches
 
+    def gathered_step(state, indices: chex.Array):
+        """`minibatch_step` on the `[L, minibatch_size, ...]` samples at `indices`."""
+        return minibatch_step(state, jax.tree.map(lambda x: x[:, indices], samples))
+
     def split(x: chex.Array, order: chex.Array) -> chex.Array:
         """`[L, N, ...]` -> `[num_minibatches, L, N / num_minibatches, ...]`, along `order`."""
-        x = x[:, order].reshape((x.shape[0], num_minibatches, minibatch_size) + x.shape[2:])
-        return jnp.swapaxes(x, 0, 1)
+        return jnp.swapaxes(x[:, order].reshape((x.shape[0], num_minibatches, minibatch_size) + x.shape[2:]), 0, 1)
 
     def epoch(state, epoch_key):
         order = shuffled_indices(epoch_key, num_samples)
+        if gather_in_step:
+            return jax.lax.scan(gathered_step, state, order.reshape(num_minibatches, minibatch_size))
         return jax.lax.scan(minibatch_step, state, jax.tree.map(lambda x: split(x, order), samples))
 
     key = jax.random.fold_in(key, collectives.axis_index(axis_name))

@@ -20,7 +20,7 @@ as it comes, then dropped. Each `learn` call, on a trajectory `[T + 1, B]`:
 2. takes `num_epochs` x `num_minibatches` gradient steps on the squared TD
    error 0.5 (Q(s_t, a_t) - R_t)^2 (the target held fixed), each on a
    shuffled minibatch of this device's transitions, gradients averaged over
-   devices (`optimizer.sgd_step`, `ppo.minibatch_epochs`).
+   devices (`optimizer.sgd_step`, `ppo.minibatch_epochs`, each minibatch gathered inside its step).
 
 The transition from an episode's LAST step to the next FIRST one is not a
 real one: it counts as zero in the loss (`Transitions.valid`). Rewards are
@@ -174,7 +174,14 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
             sgd_step, loss_fn=loss, optimizer=optimizer, axis_name=axis_name, chunk_axis=chunk_axis
         )
         new_state, metrics = minibatch_epochs(
-            state, samples, key, minibatch_step, agent_config.num_epochs, agent_config.num_minibatches, axis_name
+            state,
+            samples,
+            key,
+            minibatch_step,
+            agent_config.num_epochs,
+            agent_config.num_minibatches,
+            axis_name,
+            gather_in_step=True,
         )
         metrics = {
             **metrics,

@@ -40,3 +40,15 @@ def test_purejaxqls_settings_are_the_podracer_configs():
 def test_a_run_shorter_than_one_update_is_refused():
     with pytest.raises(ValueError, match="fewer than one update"):
         compare.plan(4000, 61)
+
+
+def test_the_whole_machine_splits_each_minibatch_over_the_devices_keeping_its_size():
+    """On D devices each takes its minibatch steps on its own 4,096 / D transitions, in `num_minibatches` minibatches
+    (a count per device): D x 4,096 / (D x 32) = 128 transitions per averaged step, purejaxql's minibatch."""
+    config, settings, _ = compare.plan(2e6, 61, cpu_devices=2)
+    assert config.cpu_devices == config.num_devices == 2
+    per_device = config.num_envs // 2 * config.unroll_length // config.agent.num_minibatches
+    assert 2 * per_device == settings["NUM_ENVS"] * settings["NUM_STEPS"] // settings["NUM_MINIBATCHES"] == 128
+    assert compare.plan(2e6, 61)[0].num_devices == 1
+    args = compare.make_parser().parse_args(["--purejaxql", "x"])
+    assert compare.podracer_devices(args) == 1
