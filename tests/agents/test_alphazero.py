@@ -125,10 +125,11 @@ def moves(search: str, steps: int = 24, batch: int = 32):
     return play(params)
 
 
-@pytest.mark.parametrize("search", ["gumbel", pytest.param("muzero", marks=pytest.mark.slow)])
-def test_search_and_acting_never_choose_an_illegal_move(search):
+@pytest.mark.slow  # A search compiled in a scan. pUCT (agent.search=muzero) takes the same masks: mctx's
+# `invalid_actions` at the root (`search.planner`), and every node's prior masked by its legal moves (`evaluate`).
+def test_search_and_acting_never_choose_an_illegal_move():
     """Over 24 moves of 32 games, every move played is legal, and the search policy puts nothing on illegal moves."""
-    step_type, legal, action, extras = moves(search)
+    step_type, legal, action, extras = moves("gumbel")
     decisions = np.asarray(step_type) != LAST  # At a game's end Pgx marks every move legal; the move is not played.
     chosen_legal = np.take_along_axis(np.asarray(legal), np.asarray(action)[..., None], -1)[..., 0]
     assert decisions.sum() > 600 and chosen_legal[decisions].all()
