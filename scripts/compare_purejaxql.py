@@ -45,14 +45,13 @@ import importlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
 import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_run_order, read_result  # noqa: E402
+from compare_purejaxrl import fresh_result, fresh_run_order  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_minatar_breakout_pqn.py")
 # purejaxql's config/alg/pqn_minatar.yaml, with pqn_gymnax.py's network at its defaults and no in-training tests.
@@ -201,10 +200,7 @@ def main(argv=None) -> int:
             "--seed",
             str(seed),
         ]
-        child = subprocess.run(command, capture_output=True, text=True, env=env)
-        if child.returncode:
-            sys.exit(f"{side} run on seed {seed} failed ({child.returncode}):\n{child.stderr[-4000:]}")
-        result = read_result(child.stdout)
+        result = fresh_result(command, side, seed, env)
         results.setdefault(seed, {})[side] = (result["steps_per_second"], result["final_return"])
     for seed in range(args.pairs):
         (theirs, their_return), (ours, our_return) = results[seed]["purejaxql"], results[seed]["podracer"]

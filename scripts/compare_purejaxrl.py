@@ -146,6 +146,14 @@ def side_command(args: argparse.Namespace, side: str, seed: int) -> list[str]:
     return command + ["--side", side, "--seed", str(seed)]
 
 
+def fresh_result(command: list[str], side: str, seed: int, env: dict | None = None) -> dict:
+    """The results of one timed run, `side` on `seed`, that `command` makes in a fresh process; exits if it fails."""
+    child = subprocess.run(command, capture_output=True, text=True, env=env)
+    if child.returncode:
+        sys.exit(f"{side} run on seed {seed} failed ({child.returncode}):\n{child.stderr[-4000:]}")
+    return read_result(child.stdout)
+
+
 def read_result(stdout: str) -> dict:
     """The results a fresh process printed on its last line starting with `RESULT`."""
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT)]
@@ -239,10 +247,7 @@ def fresh_process_pairs(args: argparse.Namespace) -> list[float]:
     """Speed-ups of `args.pairs` pairs of runs, each run in a fresh process of its own, the sides taking turns."""
     results: dict[int, dict] = {}
     for seed, side in fresh_run_order(args.pairs):
-        child = subprocess.run(side_command(args, side, seed), capture_output=True, text=True)
-        if child.returncode:
-            sys.exit(f"{side} run on seed {seed} failed ({child.returncode}):\n{child.stderr[-4000:]}")
-        result = read_result(child.stdout)
+        result = fresh_result(side_command(args, side, seed), side, seed)
         pair = results.setdefault(seed, {})
         pair[side] = (result["steps_per_second"], result["final_return"])
         if len(pair) == len(SIDES):

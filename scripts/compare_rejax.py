@@ -41,13 +41,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
 import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_run_order, read_result  # noqa: E402
+from compare_purejaxrl import fresh_result, fresh_run_order  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_pendulum_sac.py")
 # rejax's configs/gymnax/pendulum.yaml, `sac` (v0.1.3), observation normalisation off (see above).
@@ -214,10 +213,7 @@ def main(argv=None) -> int:
             "--seed",
             str(seed),
         ]
-        child = subprocess.run(command, capture_output=True, text=True, env=env)
-        if child.returncode:
-            sys.exit(f"{side} run on seed {seed} failed ({child.returncode}):\n{child.stderr[-4000:]}")
-        results.setdefault(seed, {})[side] = read_result(child.stdout)
+        results.setdefault(seed, {})[side] = fresh_result(command, side, seed, env)
     for seed in range(args.pairs):
         theirs, ours = results[seed]["rejax"], results[seed]["podracer"]
         print(
