@@ -51,7 +51,7 @@ import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
 import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_result, fresh_run_order  # noqa: E402
+from compare_purejaxrl import fresh_result, fresh_run_order, rerun_command  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_minatar_breakout_pqn.py")
 # purejaxql's config/alg/pqn_minatar.yaml, with pqn_gymnax.py's network at its defaults and no in-training tests.
@@ -191,15 +191,7 @@ def main(argv=None) -> int:
     print(f"Breakout-MinAtar: {steps:,} steps per run, {setting}, fresh processes")
     results: dict[int, dict] = {}
     for seed, side in fresh_run_order(args.pairs, SIDES):
-        command = [
-            sys.executable,
-            os.path.abspath(__file__),
-            *(argv or sys.argv[1:]),
-            "--side",
-            side,
-            "--seed",
-            str(seed),
-        ]
+        command = rerun_command(__file__, argv or sys.argv[1:], side, seed)
         result = fresh_result(command, side, seed, env)
         results.setdefault(seed, {})[side] = (result["steps_per_second"], result["final_return"])
     for seed in range(args.pairs):

@@ -136,14 +136,19 @@ def fresh_run_order(pairs: int, sides: tuple[str, str] = SIDES) -> list[tuple[in
 
 def side_command(args: argparse.Namespace, side: str, seed: int) -> list[str]:
     """The command line of the fresh process that times one run of `side` on `seed`, with the same run's flags."""
-    command = [sys.executable, os.path.abspath(__file__), "--purejaxrl", args.purejaxrl, "--task", args.task]
-    flags = ("--cpu-threads", "--num-envs", "--updates-per-dispatch")
-    for flag, value in zip(flags, (args.cpu_threads, args.num_envs, args.updates_per_dispatch), strict=True):
+    flags = ["--purejaxrl", args.purejaxrl, "--task", args.task]
+    names = ("--cpu-threads", "--num-envs", "--updates-per-dispatch")
+    for flag, value in zip(names, (args.cpu_threads, args.num_envs, args.updates_per_dispatch), strict=True):
         if value is not None:
-            command += [flag, str(value)]
+            flags += [flag, str(value)]
     if args.total_steps is not None:
-        command += ["--total-steps", repr(args.total_steps)]
-    return command + ["--side", side, "--seed", str(seed)]
+        flags += ["--total-steps", repr(args.total_steps)]
+    return rerun_command(__file__, flags, side, seed)
+
+
+def rerun_command(script: str, flags: list[str], side: str, seed: int) -> list[str]:
+    """`script` run again with `flags` in a fresh process, to time one run of `side` on `seed`."""
+    return [sys.executable, os.path.abspath(script), *flags, "--side", side, "--seed", str(seed)]
 
 
 def fresh_result(command: list[str], side: str, seed: int, env: dict | None = None) -> dict:
