@@ -83,15 +83,18 @@ def np_loss(params, drawn, config):
     """Schrittwieser et al. (2020), eq. 1, term by term, from the model's outputs along the sampled actions."""
     tr = jax.tree.map(np.asarray, drawn.trajectory)
     ts = tr.timestep
+    represent, predict, dynamics = (
+        jax.jit(f) for f in (muzero_model.represent, muzero_model.predict, muzero_model.dynamics)
+    )
     totals = []
     for s in range(S):
         observation = jnp.asarray(ts.observation[0, s : s + 1])
-        latent = muzero_model.represent(params, observation)
+        latent = represent(params, observation)
         total = 0.0
         for k in range(K + 1):
             in_episode = all(ts.step_type[m, s] != LAST for m in range(k + 1))
             weight = 1.0 if k == 0 else 1.0 / K
-            policy_logits, value_logits = (np.asarray(x[0], np.float64) for x in muzero_model.predict(params, latent))
+            policy_logits, value_logits = (np.asarray(x[0], np.float64) for x in predict(params, latent))
             if in_episode:
                 z = np_value_target(
                     ts.step_type[:, s], ts.reward[:, s], ts.discount[:, s], tr.extras["root_value"][:, s], k, 0.9, N
@@ -100,7 +103,7 @@ def np_loss(params, drawn, config):
                 value_ce = -np.sum(np_two_hot(z, SUPPORT) * np_log_softmax(value_logits))
                 total += weight * (policy_ce + config.value_cost * value_ce)
             if k < K:
-                latent, reward_logits = muzero_model.dynamics(params, latent, jnp.asarray(tr.action[k, s : s + 1]))
+                latent, reward_logits = dynamics(params, latent, jnp.asarray(tr.action[k, s : s + 1]))
                 if in_episode:
                     reward_ce = -np.sum(np_two_hot(ts.reward[k + 1, s], SUPPORT) * np_log_softmax(reward_logits[0]))
                     total += (1.0 / K) * reward_ce
@@ -108,7 +111,7 @@ def np_loss(params, drawn, config):
     return np.mean(np.asarray(drawn.weights, np.float64) * np.array(totals)), np.array(totals)
 
 
-@pytest.mark.slow  # 11 s a seed: the per-sequence NumPy loop calls the model step by step.
+@pytest.mark.slow  # The per-sequence NumPy loop calls the model (jitted) step by step.
 @pytest.mark.parametrize("seed", [0, 1])
 def test_unrolled_loss_matches_the_numpy_sum_over_steps(seed):
     params, drawn, config = tiny_model_params(seed), sample(seed), agent_config()
@@ -117,7 +120,7 @@ def test_unrolled_loss_matches_the_numpy_sum_over_steps(seed):
     np.testing.assert_allclose(total, expected, rtol=1e-5)
     assert per_sequence[3] == 0.0 and priorities[3] == 0.0  # A sequence starting at a LAST step teaches nothing.
     assert np.all(np.asarray(priorities)[:3] > 0)
-    gradients = jax.grad(lambda p: muzero.loss(p, drawn, config)[0])(params)
+    gradients = jax.jit(jax.grad(lambda p: muzero.loss(p, drawn, config)[0]))(params)
     assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(gradients))
 
 
