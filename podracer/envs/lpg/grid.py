@@ -70,9 +70,13 @@ class GridState:
     key: chex.PRNGKey  # For collection, respawns and where objects reappear.
 
 
-def random_cells(key: chex.PRNGKey, allowed: jnp.ndarray, count: int) -> jnp.ndarray:
-    """`count` distinct cells drawn uniformly among the `allowed` ones (a bool mask [H * W])."""
-    return jax.random.choice(key, allowed.size, (count,), replace=False, p=allowed / jnp.sum(allowed)).astype(jnp.int32)
+def random_cells(noise: jnp.ndarray, allowed: jnp.ndarray, count: int) -> jnp.ndarray:
+    """`count` distinct cells drawn uniformly among the `allowed` ones (a bool mask [H * W]).
+
+    They are the cells of the `count` largest of `noise`, iid uniform [H * W] in
+    [0, 1): a uniformly random subset, for one cheap draw of random bits.
+    """
+    return jax.lax.top_k(jnp.where(allowed, noise, -1.0), count)[1].astype(jnp.int32)
 
 
 def cell_mask(cells: jnp.ndarray, size: int, where: Any = True) -> jnp.ndarray:
@@ -108,38 +112,40 @@ class GridWorld(lifetimes.LifetimeEnvironment):
         """The layout's walls, a bool mask [H * W]."""
 
     @abc.abstractmethod
-    def episode_objects(self, layout: Any, key: chex.PRNGKey) -> jnp.ndarray:
-        """Where the objects start an episode, int32 [N] distinct free cells."""
+    def episode_objects(self, layout: Any, noise: jnp.ndarray) -> jnp.ndarray:
+        """Where the objects start an episode, int32 [N] distinct free cells; `noise` is uniform [H * W]."""
 
     @abc.abstractmethod
-    def respawned(self, state: GridState, respawn: jnp.ndarray, free: jnp.ndarray, key: chex.PRNGKey) -> jnp.ndarray:
-        """The objects' cells after those in `respawn` reappear; `free` marks the cells they may take."""
+    def respawned(self, state: GridState, respawn: jnp.ndarray, free: jnp.ndarray, noise: jnp.ndarray) -> jnp.ndarray:
+        """The objects' cells after those in `respawn` reappear on `free` cells; `noise` is uniform [H * W]."""
 
     @abc.abstractmethod
     def observe(self, state: GridState) -> jnp.ndarray:
         """The agent's observation of `state`."""
 
     def start_episode(self, layout: Any, key: chex.PRNGKey) -> tuple[GridState, ts.TimeStep]:
-        objects_key, agent_key, key = jax.random.split(key, 3)
-        objects = self.episode_objects(layout, objects_key)
+        key, noise_key = jax.random.split(key)
         size = self.spec.height * self.spec.width
-        agent = random_cells(agent_key, ~self.walls(layout) & ~cell_mask(objects, size), 1)[0]
+        noise = jax.random.uniform(noise_key, (2, size))
+        objects = self.episode_objects(layout, noise[0])
+        agent = random_cells(noise[1], ~self.walls(layout) & ~cell_mask(objects, size), 1)[0]
         present = jnp.ones(len(self.spec.objects), bool)
         state = GridState(layout, agent, objects, present, jnp.int32(0), key)
         return state, ts.restart(self.observe(state))
 
     def step(self, state: GridState, action: chex.Array) -> tuple[GridState, ts.TimeStep]:
         kinds = np.array(self.spec.objects, np.float32)  # [N, 3]: reward, termination, respawn.
-        key, termination_key, respawn_key, cells_key = jax.random.split(state.key, 4)
-        walls = self.walls(state.layout)
+        key, noise_key = jax.random.split(state.key)
+        count, walls = len(self.spec.objects), self.walls(state.layout)
+        noise = jax.random.uniform(noise_key, (2 * count + walls.size,))  # Termination, respawn, where.
         agent = self._move(state.agent, action, walls)
         collected = state.present & (state.objects == agent)
         reward = jnp.sum(jnp.where(collected, kinds[:, 0], 0.0))
-        terminated = jnp.any(collected & (jax.random.uniform(termination_key, collected.shape) < kinds[:, 1]))
-        respawn = ~state.present & (jax.random.uniform(respawn_key, collected.shape) < kinds[:, 2])
+        terminated = jnp.any(collected & (noise[:count] < kinds[:, 1]))
+        respawn = ~state.present & (noise[count : 2 * count] < kinds[:, 2])
         present = state.present & ~collected
         free = ~walls & ~cell_mask(jnp.append(state.objects, agent), walls.size, jnp.append(present, True))
-        objects = self.respawned(state, respawn, free, cells_key)
+        objects = self.respawned(state, respawn, free, noise[2 * count :])
         state = GridState(state.layout, agent, objects, present | respawn, state.steps + 1, key)
         truncated = state.steps >= self.horizon
         return state, ts.transition(self.observe(state), reward, terminated=terminated, truncated=truncated)

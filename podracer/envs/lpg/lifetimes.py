@@ -102,9 +102,10 @@ class LifetimeEnvironment(Environment):
 
         def rejected(carry):
             _, layout, draws = carry
-            return ~accept(layout) & (draws < _MAX_DRAWS)
+            return (draws == 0) | (~accept(layout) & (draws < _MAX_DRAWS))
 
-        _, layout, _ = jax.lax.while_loop(rejected, draw, draw((key, self.sample_layout(key), 0)))
+        placeholder = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(self.sample_layout, key))
+        _, layout, _ = jax.lax.while_loop(rejected, draw, (key, placeholder, 0))  # `sample_layout` traced once.
         return layout
 
 

@@ -65,11 +65,11 @@ class RandomGridWorld(GridWorld):
     def walls(self, layout: RandomLayout) -> jnp.ndarray:
         return layout.walls
 
-    def episode_objects(self, layout: RandomLayout, key: chex.PRNGKey) -> jnp.ndarray:
-        return random_cells(key, ~layout.walls, len(self.spec.objects))
+    def episode_objects(self, layout: RandomLayout, noise: jnp.ndarray) -> jnp.ndarray:
+        return random_cells(noise, ~layout.walls, len(self.spec.objects))
 
-    def respawned(self, state: GridState, respawn: jnp.ndarray, free: jnp.ndarray, key: chex.PRNGKey) -> jnp.ndarray:
-        return jnp.where(respawn, random_cells(key, free, respawn.size), state.objects)
+    def respawned(self, state: GridState, respawn: jnp.ndarray, free: jnp.ndarray, noise: jnp.ndarray) -> jnp.ndarray:
+        return jnp.where(respawn, random_cells(noise, free, respawn.size), state.objects)
 
     def observe(self, state: GridState) -> jnp.ndarray:
         size = self.spec.height * self.spec.width

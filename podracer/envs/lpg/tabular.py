@@ -55,15 +55,17 @@ class TabularGridWorld(GridWorld):
 
     def sample_layout(self, key: chex.PRNGKey) -> TabularLayout:
         size = self.spec.height * self.spec.width
-        return TabularLayout(random_cells(key, jnp.ones(size, bool), len(self.spec.objects)))
+        return TabularLayout(
+            random_cells(jax.random.uniform(key, (size,)), jnp.ones(size, bool), len(self.spec.objects))
+        )
 
     def walls(self, layout: TabularLayout) -> jnp.ndarray:
         return jnp.zeros(self.spec.height * self.spec.width, bool)
 
-    def episode_objects(self, layout: TabularLayout, key: chex.PRNGKey) -> jnp.ndarray:
+    def episode_objects(self, layout: TabularLayout, noise: jnp.ndarray) -> jnp.ndarray:
         return layout.objects
 
-    def respawned(self, state: GridState, respawn: jnp.ndarray, free: jnp.ndarray, key: chex.PRNGKey) -> jnp.ndarray:
+    def respawned(self, state: GridState, respawn: jnp.ndarray, free: jnp.ndarray, noise: jnp.ndarray) -> jnp.ndarray:
         return state.objects  # Objects never leave their cells; only `present` changes.
 
     def observe(self, state: GridState) -> jnp.ndarray:
