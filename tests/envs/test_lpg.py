@@ -16,7 +16,7 @@ from podracer.envs.lpg.chain import ChainLayout
 from podracer.envs.lpg.random_grid import RandomLayout
 from podracer.envs.lpg.tabular import TabularLayout
 
-STAY, NORTH, EAST, SOUTH, WEST, SOUTH_EAST = 0, 1, 3, 5, 7, 4
+STAY, NORTH, EAST, SOUTH, SOUTH_WEST, WEST = 0, 1, 3, 5, 6, 7  # grid.MOVES
 
 
 def _run(env, state, actions):
@@ -48,7 +48,7 @@ def test_tabular_dense_objects_stay_home_and_respawn_there():
     state, _ = env.start_lifetime(layout, jax.random.key(1))
     state = state.replace(agent=jnp.int32(0))
     # East onto +1, east onto +1, south-west onto the never-terminating -1: a random walk never ends here.
-    state, _, record = _run(env, state, [EAST, EAST, SOUTH + 1, STAY])
+    state, _, record = _run(env, state, [EAST, EAST, SOUTH_WEST, STAY])
     assert [r[1] for r in record] == [1.0, 1.0, -1.0, 0.0] and all(r[0] == MID for r in record)
     np.testing.assert_array_equal(state.objects, layout.objects)  # Collected objects keep their cells.
 

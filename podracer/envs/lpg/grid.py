@@ -9,7 +9,8 @@ An agent collects objects on a `height x width` grid. Each object has a kind
   reward is paid, it disappears, and with its termination probability the
   episode terminates (discount 0);
 - an object absent at the start of a step reappears at its end with its
-  respawn probability (where depends on the family);
+  respawn probability (where depends on the family; one that reappears under
+  the agent is collected when a step next ends there);
 - the episode is truncated (discount 1) after `max_episode_steps` steps (the
   variant's horizon unless given).
 
@@ -76,6 +77,7 @@ def random_cells(noise: jnp.ndarray, allowed: jnp.ndarray, count: int) -> jnp.nd
     They are the cells of the `count` largest of `noise`, iid uniform [H * W] in
     [0, 1): a uniformly random subset, for one cheap draw of random bits.
     """
+    chex.assert_equal_shape([noise, allowed])
     return jax.lax.top_k(jnp.where(allowed, noise, -1.0), count)[1].astype(jnp.int32)
 
 
