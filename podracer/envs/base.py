@@ -33,6 +33,16 @@ class Environment(abc.ABC):
     def step(self, state: EnvState, action: chex.Array) -> tuple[EnvState, TimeStep]:
         """Advances one step from a state whose last timestep was not LAST."""
 
+    def reset_episode(self, state: EnvState, key: chex.PRNGKey) -> tuple[EnvState, TimeStep]:
+        """Starts the next episode after a LAST timestep; auto-reset calls this, not `reset`.
+
+        `reset(key)` unless the environment keeps something across episodes, which it
+        takes from `state`: an LPG environment's layout lives for an agent's lifetime
+        (`podracer.envs.lpg`), so only `reset` draws a new one.
+        """
+        del state  # Nothing outlives an episode.
+        return self.reset(key)
+
     @abc.abstractmethod
     def observation_spec(self) -> Any:
         """A `dm_env.specs.Array` (or a nested dict of them) for observations."""

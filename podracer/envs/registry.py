@@ -37,6 +37,7 @@ from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import HostEnvironment
+from podracer.envs.lpg import DelayedChain, RandomGridWorld, TabularGridWorld
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,9 @@ _JAX: dict[str, Callable[..., Environment]] = {
     "cartpole": CartPole,
     "catch": Catch,
     "four_rooms": FourRooms,
+    "lpg_delayed_chain": DelayedChain,
+    "lpg_random_grid": RandomGridWorld,
+    "lpg_tabular": TabularGridWorld,
     "nested_catch": NestedCatch,
 }
 _HOST: dict[str, Callable[..., HostEnvironment]] = {}

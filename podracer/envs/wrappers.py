@@ -4,7 +4,8 @@
 `AutoReset` keeps dm_env's contract: the step that ends an episode returns a
 LAST timestep (final observation, reward, discount) so the learner sees the
 transition, and the *next* step starts a new episode with a FIRST timestep,
-ignoring its action. Around a batch it resets only when some environment needs
+ignoring its action, through the environment's `reset_episode` (which keeps
+what outlives an episode, such as an LPG environment's layout). Around a batch it resets only when some environment needs
 it (`lax.cond`), so the reset costs nothing on the many steps where none does.
 `EpisodeStatistics` keeps the undiscounted return and length of the running
 episode (`podracer.envs.episodes`, the rule host environments share); at a
@@ -56,6 +57,9 @@ class Batched(Wrapper):
     def step(self, state, action):
         return jax.vmap(self.env.step)(state, action)
 
+    def reset_episode(self, state, key: chex.PRNGKey):
+        return jax.vmap(self.env.reset_episode)(state, key)
+
 
 @dataclasses.dataclass(frozen=True)
 class ClipActions(Wrapper):
@@ -63,6 +67,9 @@ class ClipActions(Wrapper):
 
     def step(self, state, action):
         return self.env.step(state, actions.clip_to_spec(action, self.env.action_spec()))
+
+    def reset_episode(self, state, key: chex.PRNGKey):
+        return self.env.reset_episode(state, key)
 
 
 @struct.dataclass
@@ -86,7 +93,7 @@ class AutoReset(Wrapper):
 
         def reset_finished(_):
             next_key, reset_key = split_keys(state.key)
-            reset = self.env.reset(reset_key)
+            reset = self.env.reset_episode(state.env_state, reset_key)  # What outlives an episode stays.
             return select_tree(state.needs_reset, (*reset, next_key), (*stepped, state.key))
 
         def keep_stepped(_):
