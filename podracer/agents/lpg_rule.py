@@ -76,7 +76,7 @@ class MetaNetwork(nn.Module):
         phi_hidden, phi_out = MLP((self.settings.embedding_size,), "relu", name="phi"), nn.Dense(1, name="phi_out")
         features = jnp.concatenate([inputs, phi_out(phi_hidden(y_t)), phi_out(phi_hidden(y_tp1))], axis=-1)
         size = self.settings.hidden_size
-        state = initial_state("lstm", size, features.shape[1])
+        state = jax.tree.map(lambda x: x.astype(features.dtype), initial_state("lstm", size, features.shape[1]))
         _, hidden = Core("lstm", size)(state, features[::-1], jnp.zeros(features.shape[:2], bool))
         hidden = hidden[::-1]
         pi_hat = nn.Dense(1, name="pi_hat")(hidden)[..., 0]
@@ -116,7 +116,9 @@ def agent_outputs(agent_params: Any, trajectory: Trajectory, unroll_fn: Callable
     outputs, y_logits = networks.unroll_trajectory(unroll_fn, agent_params, trajectory)
     outputs = jax.tree.map(lambda x: x[:-1], outputs)
     log_pi = policy.log_prob(outputs, trajectory.action)
-    return AgentOutputs(policy=outputs, log_pi=log_pi, log_y=jax.nn.log_softmax(y_logits), tr=transitions(trajectory, gamma))
+    return AgentOutputs(
+        policy=outputs, log_pi=log_pi, log_y=jax.nn.log_softmax(y_logits), tr=transitions(trajectory, gamma)
+    )
 
 
 def targets(meta_params: Any, settings: RuleSettings, out: AgentOutputs) -> tuple[chex.Array, chex.Array]:
@@ -154,7 +156,13 @@ def agent_loss(
 
 
 def meta_objective(
-    agent_params: Any, trajectory: Trajectory, values: chex.Array, *, unroll_fn: Callable, gamma: float, td_lambda: float
+    agent_params: Any,
+    trajectory: Trajectory,
+    values: chex.Array,
+    *,
+    unroll_fn: Callable,
+    gamma: float,
+    td_lambda: float,
 ) -> tuple[chex.Array, dict]:
     """The updated agent's A2C objective, to minimise: -E[log pi(a_t|s_t) sg(G_t - v_t)] (Eq. 3's E[grad log pi G],
     with a baseline).
@@ -189,10 +197,12 @@ def regularisers(
 
     `costs` are (beta_0, beta_1, beta_2, beta_3). The entropies keep the
     agents from collapsing early; the L2 terms keep the targets small. Means
-    over the valid transitions; the norms are per transition.
+    over the valid transitions; the norms are per transition. Unlike the
+    update's, these targets read the agent's outputs as they are, so the
+    gradient in eta is the whole one, through the updated agent too.
     """
     out = agent_outputs(agent_params, trajectory, unroll_fn, gamma)
-    pi_hat, log_y_hat = targets(meta_params, settings, out)
+    pi_hat, log_y_hat = apply_rule(meta_params, settings, out.tr, jnp.exp(out.log_pi), jnp.exp(out.log_y))
     valid = out.tr.valid
     log_y = out.log_y[:-1]
     terms = {

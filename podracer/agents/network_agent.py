@@ -58,11 +58,12 @@ def network_agent(
     config: ConfigDict, optimizer: optax.GradientTransformation, learn: Callable, prediction_size: int = 0
 ) -> Agent:
     """The agent around `learn`; `prediction_size` > 0 gives its network a prediction vector in place of the value
-    (`networks.make_network`)."""
+    (`networks.ActorCritic`)."""
     agent_config = config.agent
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> LearnerState:
-        params = networks.init_params(key, config.network, observation_spec, action_spec, prediction_size)
+        module = networks.make_network(config.network, observation_spec, action_spec)
+        params = networks.init_module(key, module.clone(prediction_size=prediction_size), observation_spec)
         normalizers = Normalizers(
             observations=normalization.init(observation_spec) if agent_config.normalize_observations else None,
             returns=normalization.init(jnp.zeros(())) if agent_config.scale_rewards else None,

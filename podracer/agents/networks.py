@@ -62,8 +62,7 @@ class ActorCritic(nn.Module):
     every step is independent. Each head may have hidden layers of its own
     (`head_hidden_sizes`), as PureJaxRL's `ppo_rnn.py` network has after its GRU.
     An action mask in the observation masks the categorical head's logits (`policy.mask_illegal`).
-    With `prediction_size` m > 0 the value head is instead a prediction vector's logits `[T, B, m]`: the
-    y(s) of an LPG agent (Oh et al. 2020; `podracer.agents.learned_rule`).
+    With `prediction_size` m > 0 the value head gives an LPG agent's prediction logits y(s) `[T, B, m]` instead.
     With `layer_norm` every hidden layer of the vector torsos and of the heads is followed by LayerNorm before its
     activation (`torsos.MLP`), as in PQN's Q-network (Gallici et al. 2025); the pixel torsos have none.
     """
@@ -222,11 +221,8 @@ def unroll_trajectory(unroll_fn: Callable, params: Any, trajectory: Trajectory) 
     return outputs
 
 
-def make_network(
-    network_config: ConfigDict, observation_spec: Any, action_spec: Any, prediction_size: int = 0
-) -> ActorCritic:
-    """The `ActorCritic` that `config.network` describes, for one environment's specs (with `prediction_size` > 0,
-    a prediction vector of that size in place of the value).
+def make_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> ActorCritic:
+    """The `ActorCritic` that `config.network` describes, for one environment's specs.
 
     Raises `ConfigError` where the network cannot read the observations: the
     pixel torsos need stacked uint8 frames `[C, H, W]` and serve the policy and
@@ -245,7 +241,6 @@ def make_network(
         action_size=action_size,
         action_head=action_head,
         shared_torso=network_config.shared_torso,
-        prediction_size=prediction_size,
         **_torso_fields(network_config),
     )
 
@@ -288,12 +283,9 @@ def _check_torso(network_config: ConfigDict, observation_spec: Any) -> None:
     check_reads_observations(network_config, observation_spec)
 
 
-def init_params(
-    key: jax.Array, network_config: ConfigDict, observation_spec: Any, action_spec: Any, prediction_size: int = 0
-) -> NetworkParams:
-    """Fresh weights for the actor-critic network `config.network` describes, for these specs (`make_network`)."""
-    module = make_network(network_config, observation_spec, action_spec, prediction_size)
-    return init_module(key, module, observation_spec)
+def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> NetworkParams:
+    """Fresh weights for the actor-critic network `config.network` describes, for these specs."""
+    return init_module(key, make_network(network_config, observation_spec, action_spec), observation_spec)
 
 
 def init_module(key: jax.Array, module: nn.Module, observation_spec: Any) -> NetworkParams:
