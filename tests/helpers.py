@@ -269,3 +269,12 @@ def _run_python_module(module: str, args, num_devices: int, timeout: float, env)
 
 def _start_python_module(module: str, args, num_devices: int, env) -> subprocess.Popen:
     return start([sys.executable, "-m", module, *args], env=subprocess_env(num_devices, env))
+
+
+def save_random_rule(path: str, prediction_size: int = 30) -> str:
+    """Saves a small random LPG rule (`podracer.agents.rule_checkpoint`) into the folder `path`, and returns `path`."""
+    from podracer.agents import lpg_rule, rule_checkpoint
+
+    settings = lpg_rule.RuleSettings(hidden_size=8, prediction_size=prediction_size, embedding_size=4)
+    rule_checkpoint.save_rule(path, lpg_rule.init_rule(jax.random.key(0), settings), settings)
+    return path

@@ -10,7 +10,7 @@ import os
 import pytest
 
 import podracer
-from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_cli, run_module
+from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_cli, run_module, save_random_rule
 
 CATCH = "configs/anakin_catch.py"
 TICTACTOE = "configs/anakin_tictactoe_alphazero.py"
@@ -55,6 +55,8 @@ SEBULBA = "configs/sebulba_cartpole_impala.py"
 DQN = "configs/anakin_cartpole_dqn.py"
 SAC, TD3 = "configs/anakin_pendulum_sac.py", "configs/anakin_pendulum_td3.py"
 PQN = "configs/anakin_cartpole_pqn.py"
+LEARNED_RULE = "configs/anakin_catch_learned_rule.py"
+RULE = "RULE_FOLDER"  # Replaced by the folder of `saved_rule`, a random rule of prediction size 30.
 
 BAD_INPUTS = [
     # (config file, extra arguments, devices, words the error must contain)
@@ -189,12 +191,30 @@ BAD_INPUTS = [
     # Self-play (AlphaZero) on a single-player game, or off Pgx.
     (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
     (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),
+    # A learned rule (podracer.agents.learned_rule): none given, none there, or one of another prediction size.
+    (LEARNED_RULE, [], 1, ["config.agent.rule_checkpoint", "must name a saved rule", "save_rule"]),
+    (LEARNED_RULE, ["--config.agent.rule_checkpoint=/no/rule"], 1, ["config.agent.rule_checkpoint", "no saved rule"]),
+    (
+        LEARNED_RULE,
+        [f"--config.agent.rule_checkpoint={RULE}", "--config.agent.prediction_size=7"],
+        1,
+        ["config.agent.prediction_size", "is 7", "size 30", "--config.agent.prediction_size=30"],
+    ),
 ]
 
 
+@pytest.fixture(scope="module")
+def saved_rule(tmp_path_factory) -> str:
+    return save_random_rule(str(tmp_path_factory.mktemp("rule") / "rule"))
+
+
 @pytest.mark.parametrize("devices", sorted({devices for _, _, devices, _ in BAD_INPUTS}))
-def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices):
-    cases = [([config, *args], words) for config, args, count, words in BAD_INPUTS if count == devices]
+def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices, saved_rule):
+    cases = [
+        ([config, *(arg.replace(RULE, saved_rule) for arg in args)], words)
+        for config, args, count, words in BAD_INPUTS
+        if count == devices
+    ]
     payload = json.dumps([(args, str(tmp_path / f"run{i}")) for i, (args, _) in enumerate(cases)])
     result = run_module("run_cli_cases", payload, num_devices=devices)  # JAX starts once per device count.
     assert result.returncode == 0, result.stderr
@@ -225,7 +245,9 @@ def test_ppo_minibatches_must_divide_the_transitions():
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "configs", "*.py"))))
-def test_every_config_file_is_valid(path):
-    config = load_config(os.path.splitext(os.path.basename(path))[0])
+def test_every_config_file_is_valid(path, saved_rule):
+    name = os.path.splitext(os.path.basename(path))[0]
+    given = {"agent.rule_checkpoint": saved_rule} if "learned_rule" in name else {}
+    config = load_config(name, given)  # A learned rule's folder must be given on the command line.
     podracer.validate_config(config)
     assert config.is_locked  # Loaded configs refuse new fields; a typo is an error, not a silent no-op.

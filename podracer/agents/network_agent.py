@@ -54,11 +54,16 @@ class Normalizers:
     returns: normalization.RunningStatistics | None = None
 
 
-def network_agent(config: ConfigDict, optimizer: optax.GradientTransformation, learn: Callable) -> Agent:
+def network_agent(
+    config: ConfigDict, optimizer: optax.GradientTransformation, learn: Callable, prediction_size: int = 0
+) -> Agent:
+    """The agent around `learn`; `prediction_size` > 0 gives its network a prediction vector in place of the value
+    (`networks.ActorCritic`)."""
     agent_config = config.agent
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> LearnerState:
-        params = networks.init_params(key, config.network, observation_spec, action_spec)
+        module = networks.make_network(config.network, observation_spec, action_spec)
+        params = networks.init_module(key, module.clone(prediction_size=prediction_size), observation_spec)
         normalizers = Normalizers(
             observations=normalization.init(observation_spec) if agent_config.normalize_observations else None,
             returns=normalization.init(jnp.zeros(())) if agent_config.scale_rewards else None,
@@ -109,8 +114,9 @@ def normalize(
     return Normalizers(observations, returns), trajectory.replace(timestep=timestep)
 
 
-def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agent:
-    """An agent whose `learn` is one gradient step of `loss(params, trajectory, unroll_fn=..., **config.agent)`.
+def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, prediction_size: int = 0) -> Agent:
+    """An agent whose `learn` is one gradient step of `loss(params, trajectory, unroll_fn=..., **config.agent)`
+    (`prediction_size` as `network_agent`'s).
 
     `loss` must be a mean over the trajectory's environments (axis 1), as the
     built-ins' are: an MLP's gradient is then taken over slices of them on CPU
@@ -124,7 +130,7 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int) -> Agen
         del key  # One gradient step on the whole trajectory draws nothing at random.
         return sgd_step(state, trajectory, loss_fn, optimizer, axis_name, chunk_axis)
 
-    return network_agent(config, optimizer, learn)
+    return network_agent(config, optimizer, learn, prediction_size)
 
 
 def acts(network_config: ConfigDict) -> tuple[Callable, Callable]:

@@ -62,6 +62,7 @@ class ActorCritic(nn.Module):
     every step is independent. Each head may have hidden layers of its own
     (`head_hidden_sizes`), as PureJaxRL's `ppo_rnn.py` network has after its GRU.
     An action mask in the observation masks the categorical head's logits (`policy.mask_illegal`).
+    With `prediction_size` m > 0 the value head gives an LPG agent's prediction logits y(s) `[T, B, m]` instead.
     With `layer_norm` every hidden layer of the vector torsos and of the heads is followed by LayerNorm before its
     activation (`torsos.MLP`), as in PQN's Q-network (Gallici et al. 2025); the pixel torsos have none.
     """
@@ -79,6 +80,7 @@ class ActorCritic(nn.Module):
     core_size: int = 256
     head_hidden_sizes: Sequence[int] = ()
     layer_norm: bool = False
+    prediction_size: int = 0
 
     @nn.compact
     def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, tuple[dict, jnp.ndarray]]:
@@ -91,7 +93,8 @@ class ActorCritic(nn.Module):
         if self.core != "none":
             value_features = policy_features  # The torso is shared: the core's features serve both heads.
         head = dense(self.action_size, 0.01)(_head_torso(self, policy_features))
-        value = dense(1, 1.0)(_head_torso(self, value_features))[..., 0]
+        value = dense(self.prediction_size or 1, 1.0)(_head_torso(self, value_features))
+        value = value if self.prediction_size else value[..., 0]
         if self.action_head == "categorical":
             outputs = {"logits": mask_illegal(head, action_mask(observation))}
         elif self.action_head == "gaussian":
