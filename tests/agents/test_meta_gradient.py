@@ -1,0 +1,185 @@
+"""Meta-gradients through K updates against finite differences, and meta-gradient RL against the plain agent."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ml_collections import ConfigDict
+
+import podracer
+from podracer import agents, envs
+from podracer.agents import meta_gradient, policy
+from podracer.agents.losses import policy_gradient_loss
+from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.returns import lambda_returns
+from podracer.agents.trajectory import transitions
+from podracer.envs.timestep import FIRST
+from podracer.runtime.topology import DEVICE_AXIS
+from tests.references import T, make_params, make_trajectory, on_devices, unroll_fn
+
+META = {"gamma": 0.9, "td_lambda": 0.8, "entropy_cost": 0.05}  # The meta-parameters eta.
+OUTER = {"gamma": 0.99, "td_lambda": 1.0, "entropy_cost": 0.0}  # The validation objective's fixed eta'.
+OPTIMIZER = ConfigDict({"name": "adam", "learning_rate": 0.1, "max_grad_norm": 100.0, "eps": 1e-5, "anneal_lr": False})
+LEARN = ("gamma", "td_lambda", "entropy_cost")
+META_DEFAULT = {"gamma": 0.99, "td_lambda": 0.9, "entropy_cost": 0.01}  # actor_critic's defaults.
+
+
+def loss(params, batch, hyperparameters):
+    """An A2C objective (`losses.policy_gradient_loss`) whose TD(lambda) targets bootstrap from fixed values.
+
+    Unlike the agents' losses, which hold their targets constant with
+    `stop_gradient`, it is a plain function of the parameters, so finite
+    differences see exactly what automatic differentiation differentiates.
+    """
+    trajectory, target_values = batch
+    _, (outputs, values) = unroll_fn(
+        params, (), trajectory.timestep.observation, trajectory.timestep.step_type == FIRST
+    )
+    outputs = jax.tree.map(lambda x: x[:-1], outputs)
+    tr = transitions(trajectory, hyperparameters["gamma"])
+    returns = lambda_returns(tr.rewards, tr.discounts, target_values, tr.lambdas(hyperparameters["td_lambda"]))
+    return policy_gradient_loss(
+        policy.log_prob(outputs, trajectory.action),
+        outputs,
+        values[:-1],
+        tr.valid,
+        returns - target_values[:-1],
+        returns,
+        value_cost=0.5,
+        entropy_cost=hyperparameters["entropy_cost"],
+    )
+
+
+def batch(seed):
+    """A trajectory of `references.make_trajectory` and fixed values `[T + 1, B]` to bootstrap from."""
+    trajectory = make_trajectory(seed)
+    return trajectory, jax.random.normal(jax.random.key(seed), trajectory.timestep.reward.shape)
+
+
+def problem(axis_name=None):
+    """The tiny linear actor-critic's update (Adam, differentiable at 0) and validation objective, as the contract asks."""
+    optimizer = make_optimizer(OPTIMIZER, gradient_steps=10, eps_root=1e-20)
+
+    def inner_update(meta, state, batch):
+        return sgd_step(state, batch, lambda p, b: loss(p, b, meta), optimizer, axis_name)
+
+    def outer_loss(meta, state, batch):
+        return loss(state.params, batch, OUTER)
+
+    return optimizer, inner_update, outer_loss
+
+
+def stacked(*trajectories):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trajectories)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_meta_gradient_through_k_updates_equals_finite_differences(k):
+    """d J'(theta_K) / d eta by reverse mode through K Adam updates equals central differences, in float64.
+
+    The Adam state is warmed by one plain update first, so that the first
+    update's step depends on eta by more than Adam's epsilon. With K = 1 the
+    forward-mode form (`update_jacobian` met with the outer gradient, as
+    meta-gradient RL computes it) gives the same numbers.
+    """
+    with jax.enable_x64(True):
+        optimizer, inner_update, outer_loss = problem()
+        params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), make_params(0))
+        data = [
+            jax.tree.map(lambda x: x.astype(jnp.float64) if x.dtype == jnp.float32 else x, batch(s))
+            for s in range(k + 2)
+        ]
+        meta = {name: jnp.float64(value) for name, value in META.items()}
+        state, _ = inner_update(meta, LearnerState(params, optimizer.init(params)), data[0])  # Warms Adam's moments.
+        batches, outer_batch = stacked(*data[1 : k + 1]), data[k + 1]
+        grads, (state_k, _, inner_metrics) = jax.jit(meta_gradient.meta_gradient(inner_update, outer_loss))(
+            meta, state, batches, outer_batch
+        )
+
+        def objective(m):
+            return outer_loss(m, meta_gradient.inner_updates(inner_update, m, state, batches)[0], outer_batch)[0]
+
+        objective = jax.jit(objective)
+        for name in META:
+            eps = 1e-6
+            plus, minus = dict(meta, **{name: meta[name] + eps}), dict(meta, **{name: meta[name] - eps})
+            estimate = (objective(plus) - objective(minus)) / (2 * eps)
+            np.testing.assert_allclose(grads[name], estimate, rtol=1e-5, atol=1e-9, err_msg=name)
+        assert all(abs(float(grads[name])) > 1e-6 for name in META)  # Each meta-parameter matters here.
+        assert inner_metrics["loss"].shape == (k,)
+        if k == 1:
+            jacobian = meta_gradient.update_jacobian(inner_update, meta, state, data[1], lambda s: s.params)
+            outer_grads = jax.grad(lambda p: outer_loss(meta, state_k.replace(params=p), outer_batch)[0])(
+                state_k.params
+            )
+            forward = meta_gradient.contract(jacobian, outer_grads)
+            for name in META:
+                np.testing.assert_allclose(forward[name], grads[name], rtol=1e-9, err_msg=name)
+
+
+def test_meta_gradient_over_two_devices_equals_the_whole_batch_on_one():
+    """Shards of the batch on two devices, inner gradients averaged with the collectives: the whole batch's numbers."""
+    optimizer, inner_update, outer_loss = problem(DEVICE_AXIS)
+    params = make_params(0)
+    state = LearnerState(params, optimizer.init(params))
+    data = [jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), batch(s), batch(s + 5)) for s in range(2)]
+    meta = {name: jnp.float32(value) for name, value in META.items()}
+    batches, outer_batch = stacked(data[0]), data[1]
+    fn = meta_gradient.meta_gradient(inner_update, outer_loss, DEVICE_AXIS)
+    whole = on_devices(fn, meta, state, batches, outer_batch)
+
+    def halves(tree, axis):  # [..., 2B, ...] -> [2, ..., B, ...]: each device's shard along the batch axis.
+        return jax.tree.map(lambda x: jnp.stack(jnp.split(x, 2, axis=axis)), tree)
+
+    split = on_devices(
+        fn, meta, state, halves(batches, 2), halves(outer_batch, 1), num_devices=2, replicated_args=(0, 1)
+    )
+    for got, want in zip(jax.tree.leaves(split), jax.tree.leaves(whole), strict=True):
+        np.testing.assert_allclose(got[0], want, rtol=2e-5, atol=1e-7)
+        np.testing.assert_array_equal(got[0], got[1])  # The same on every device.
+
+
+def tiny_config(learn=(), learning_rate=1e-3):
+    config = podracer.defaults("actor_critic")
+    config.network.hidden_sizes = (8,)
+    config.agent.meta_gradient.learn, config.agent.meta_gradient.learning_rate = learn, learning_rate
+    return config
+
+
+def test_meta_gradient_rl_at_meta_learning_rate_0_is_the_plain_agent_bitwise():
+    """Three `learn` calls, each on a new trajectory, with gamma, lambda and the entropy cost as meta-parameters.
+
+    The meta-gradients are taken (the Jacobians are not zero) and applied at rate 0: nothing else may change.
+    """
+    env = envs.make("catch", rows=5)
+    trajectories = []
+    for seed in range(3):
+        trajectory = make_trajectory(seed)
+        shape = (T + 1, trajectory.action.shape[1], *env.observation_spec().shape)
+        observation = jax.random.uniform(jax.random.key(seed), shape)
+        trajectories.append(trajectory.replace(timestep=trajectory.timestep.replace(observation=observation)))
+    finals = []
+    for learn in ((), LEARN):
+        agent = agents.make(tiny_config(learn, learning_rate=0.0), num_updates=10)
+        state = agent.init(jax.random.key(0), env.observation_spec(), env.action_spec())
+        learn_fn = jax.jit(functools.partial(agent.learn, key=jax.random.key(1)))
+        for trajectory in trajectories:
+            state, metrics = learn_fn(state, trajectory)
+        finals.append((state, metrics))
+    (plain, _), (meta, metrics) = finals
+    for a, b in zip(jax.tree.leaves(plain.params), jax.tree.leaves(meta.params), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [float(metrics[name]) for name in LEARN] == [np.float32(META_DEFAULT[name]) for name in LEARN]
+    assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(meta.meta.jacobian))  # Meta-gradients were taken.
+
+
+@pytest.mark.slow
+def test_a_tiny_anakin_run_learns_gamma_and_lambda_and_records_them():
+    config = tiny_config(("gamma", "td_lambda"), learning_rate=0.01)
+    config.env.name, config.num_envs, config.unroll_length, config.total_steps = "catch", 8, 8, 8 * 8 * 4
+    history = podracer.train(config).history
+    gammas = [record["gamma"] for record in history]
+    assert {"gamma", "td_lambda", "meta_loss"} <= set(history[-1])
+    assert gammas[-1] != pytest.approx(0.99, abs=1e-4) and history[-1]["td_lambda"] != pytest.approx(0.9, abs=1e-4)
