@@ -105,9 +105,8 @@ def families(config: ConfigDict, devices: int = 1) -> tuple[program.Family, ...]
             raise ConfigError(
                 "meta.environments", f"entry {i} ({name}) has {members!r} members", f"use a multiple of {devices}"
             )
-        envs.check(name, host=False, import_suite=False)
         try:
-            env = envs.make(name, **kwargs)
+            env = envs.make(name, **kwargs)  # A ConfigError of an unknown name is a ValueError too.
         except (TypeError, ValueError) as error:
             raise ConfigError(
                 "meta.environments", f"entry {i} ({name}): {error}", "see docs/meta-learning.md"

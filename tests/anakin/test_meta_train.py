@@ -1,0 +1,58 @@
+"""LPG meta-training (`podracer meta-train`): a short run lowers its meta-loss, and a run killed with SIGKILL and
+started again ends bitwise where an uninterrupted one does (the saved rule and every record but its timings)."""
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from tests.anakin.test_resume import logged
+from tests.helpers import last_json_line, run_module, start_program, wait_until
+
+# Two families (different observation specs), 2 members each (one per device), lifetimes that end mid-run.
+TINY = {
+    "meta.environments": '(("lpg_delayed_chain", {"variant": "short"}, 2), ("lpg_tabular", {"variant": "dense"}, 2))',
+    "meta.envs_per_member": 2,
+    "meta.inner_updates": 2,
+    "meta.lifetime": "(4, 6)",
+    "meta.updates": 12,
+    "meta.updates_per_dispatch": 2,
+    "meta.hidden_size": 8,
+    "meta.embedding_size": 4,
+    "agent.prediction_size": 4,
+    "network.hidden_sizes": "(8,)",
+    "unroll_length": 4,
+    "meta.optimizer.learning_rate": 0.01,
+    # A large cost on ||pi_hat||^2, so the meta-loss falls within 12 meta-updates whatever the agents' returns.
+    "meta.costs": "(0.01, 0.001, 0.1, 0.001)",
+    "checkpoint.every_updates": 2,
+    "checkpoint.every_minutes": 0,
+}
+TIMINGS = ("steps_per_second", "wall_seconds")
+
+
+def records(workdir) -> list[dict]:
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [{k: v for k, v in json.loads(line).items() if k not in TIMINGS} for line in f]
+
+
+@pytest.mark.slow  # Three meta-training processes, each compiling the program.
+def test_meta_training_lowers_its_meta_loss_and_resumes_bitwise_after_a_kill(tmp_path):
+    whole = run_module("meta_train_run", json.dumps(TINY), str(tmp_path / "whole"), "0", num_devices=2)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    losses = [record["meta_loss"] for record in records(tmp_path / "whole")]
+    assert np.mean(losses[-2:]) < losses[0], losses
+
+    killed = tmp_path / "killed"
+    args = (json.dumps(TINY), str(killed), "0.2", "4")  # Held at its 4th record until killed.
+    process = start_program("meta_train_run", *args, num_devices=2)
+    wait_until(lambda: logged(killed, 3), "3 records", [process])
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    resumed = run_module("meta_train_run", json.dumps(TINY), str(killed), "0", num_devices=2)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from" in resumed.stderr
+    assert last_json_line(resumed.stdout) == last_json_line(whole.stdout)  # The rule, bit for bit.
+    assert records(killed) == records(tmp_path / "whole")
