@@ -45,7 +45,7 @@ from podracer.agents import lpg_rule, meta_gradient, networks
 from podracer.agents.agent import Agent
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.anakin.program import AnakinState, _write, make_per_device_update, make_unroll, over_members
+from podracer.anakin.program import AnakinState, make_per_device_update, make_unroll, over_members, write_at
 from podracer.envs import wrap_for_training
 from podracer.envs.base import Environment
 from podracer.envs.lpg.lifetimes import LifetimeEnvironment
@@ -267,7 +267,7 @@ def make_dispatch(families, agent_for, meta_optimizer, settings: Settings, mesh:
         def one(index, carry):
             state, outputs = carry
             state, step_outputs = meta_update(state)
-            return state, _write(outputs, index, step_outputs)
+            return state, write_at(outputs, index, step_outputs)
 
         return jax.lax.fori_loop(0, updates, one, (state, slots))
 

@@ -153,7 +153,7 @@ def make_unroll(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         env_state, timestep, agent_state, t, timesteps = carry
         action, extras, agent_state = agent.act_with_state(params, timestep, agent_state, keys)
         env_state, timestep = env.step(env_state, action)
-        timesteps = _write(timesteps, t + 1, timestep)
+        timesteps = write_at(timesteps, t + 1, timestep)
         record = (action, extras, env_state.episode_return, env_state.episode_length)
         return (env_state, timestep, agent_state, t + 1, timesteps), record
 
@@ -161,7 +161,7 @@ def make_unroll(env: Environment, agent: Agent, unroll_length: int) -> Callable:
         actor_keys, step_keys = split_unroll_keys(state.actor_keys, unroll_length)
         params = agent.acting_params(state.learner)
         empty = jax.tree.map(lambda x: jnp.zeros((unroll_length + 1,) + x.shape, x.dtype), state.timestep)
-        carry = (state.env_state, state.timestep, state.agent_state, jnp.int32(0), _write(empty, 0, state.timestep))
+        carry = (state.env_state, state.timestep, state.agent_state, jnp.int32(0), write_at(empty, 0, state.timestep))
         (env_state, last_timestep, agent_state, _, timesteps), (actions, extras, returns, lengths) = jax.lax.scan(
             lambda carry, keys: act_and_step(params, carry, keys), carry, step_keys
         )
@@ -176,7 +176,7 @@ def make_unroll(env: Environment, agent: Agent, unroll_length: int) -> Callable:
     return unroll
 
 
-def _write(stacked: Any, index: jax.Array, tree: Any) -> Any:
+def write_at(stacked: Any, index: jax.Array, tree: Any) -> Any:
     """`stacked` (leaves `[T + 1, ...]`) with `tree` written at `index` along the leading axis."""
     return jax.tree.map(lambda xs, x: jax.lax.dynamic_update_index_in_dim(xs, x, index, 0), stacked, tree)
 
@@ -222,7 +222,7 @@ def make_dispatch(
         def one_update(index, carry):
             state, outputs = carry
             state, step_outputs = update(state, None)
-            return state, _write(outputs, index, step_outputs)
+            return state, write_at(outputs, index, step_outputs)
 
         state, (metrics, completed) = jax.lax.fori_loop(0, updates, one_update, (state, slots))
         flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}

@@ -72,7 +72,7 @@ def build(config: ConfigDict) -> MetaRun:
     run_settings = meta_config.settings(config)
     agent_for = meta_config.rule_agent(config, run_settings)
     meta_optimizer = meta_config.meta_optimizer(config)
-    init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)
+    init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)  # Only its init is used.
     key = jax.random.key(config.seed)
     abstract = init.eval_shape(key)
     per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)

@@ -91,6 +91,8 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     config must have the fields of `defaults(agent, architecture)` and no
     others (a field misspelt in a config file, say), except `env.kwargs`.
     """
+    if "meta" in config:  # podracer.experiment.meta_train's.
+        raise ConfigError("meta", "makes this a meta-training config", "run it with podracer meta-train --config FILE")
     field_checks.choice(config, "architecture", ARCHITECTURES)
     if agent_from_config:
         field_checks.choice(config, "agent.name", agents.names())
