@@ -8,6 +8,7 @@ writes the meta-network to WORKDIR/rule at every checkpoint.
 """
 
 import argparse
+import sys
 
 from podracer.cli.common import Commands, add_command, add_overrides, report
 from podracer.cli.train import check_workdir
@@ -49,6 +50,7 @@ def meta_train(args: argparse.Namespace) -> int:
     from podracer.config.loading import load
     from podracer.experiment.meta_run import meta_train as run
     from podracer.run.progress import ProgressBar
+    from podracer.run.stopping import StoppedBySignal
 
     try:
         config = load(args.config, args.overrides)
@@ -58,6 +60,9 @@ def meta_train(args: argparse.Namespace) -> int:
         history = run(config, workdir=args.workdir, callbacks=[ProgressBar()] if args.progress else [])
     except ConfigError as error:
         return report(args.prog, error)
+    except StoppedBySignal as error:
+        print(f"{args.prog}: {error}", file=sys.stderr)
+        return 128 + error.signal_number
     last = history[-1]
     print(
         f"done: {last['meta_update']} meta-updates, {last['step']:,} agent steps, meta-loss {last['meta_loss']:.4f}, "

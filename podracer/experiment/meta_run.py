@@ -9,6 +9,7 @@ on bitwise as if it had not stopped.
 
 import dataclasses
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 
@@ -21,8 +22,9 @@ from podracer.anakin import meta_train as program
 from podracer.envs.episodes import Completed
 from podracer.experiment import meta_train as meta_config
 from podracer.run import budget, workdir_lock
-from podracer.run.checkpoints import Checkpointer
+from podracer.run.checkpoints import Checkpointer, agree
 from podracer.run.contract import Callback, RunLog, episode_summary
+from podracer.run.stopping import StoppedBySignal, stop_signals
 from podracer.runtime import distributed
 from podracer.runtime.device_split import anakin_devices
 from podracer.runtime.topology import device_mesh
@@ -84,23 +86,32 @@ def build(config: ConfigDict) -> MetaRun:
 
 
 def dispatch_until_done(config: ConfigDict, run: MetaRun, log: RunLog, checkpointer: Checkpointer, workdir) -> None:
-    """Dispatches until `meta.updates`; records each dispatch, checkpoints (and writes the rule) when due and at the end."""
+    """Dispatches until `meta.updates`; records each dispatch, checkpoints (and writes the rule) when due and at the end.
+
+    SIGINT and SIGTERM stop the run after the dispatch under way and its checkpoint (`StoppedBySignal`).
+    """
     total, per_dispatch = config.meta.updates, config.meta.updates_per_dispatch
-    last_time = time.perf_counter()
-    while run.update < total:
-        updates = budget.next_stretch(run.update, total, per_dispatch)
-        run.state, outputs = run.dispatch(run.state, np.int32(updates))
-        outputs = jax.tree.map(lambda x: x[:updates], jax.device_get(outputs))
-        run.update += updates
-        record = make_record(run.update, run.update * run.steps_per_update, outputs)
-        now = time.perf_counter()
-        record["steps_per_second"] = updates * run.steps_per_update / (now - last_time)
-        log.report(record, run.state)
-        if checkpointer.due(run.update) or run.update >= total:
-            checkpointer.save(run.update, run.state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
-            if workdir and jax.process_index() == 0:
-                save_rule(os.path.join(workdir, meta_config.RULE_FOLDER), run)
+    stop_requests: list[int] = []
+    with stop_signals(stop_requests.append):
         last_time = time.perf_counter()
+        while run.update < total:
+            updates = budget.next_stretch(run.update, total, per_dispatch)
+            run.state, outputs = run.dispatch(run.state, np.int32(updates))
+            outputs = jax.tree.map(lambda x: x[:updates], jax.device_get(outputs))
+            run.update += updates
+            record = make_record(run.update, run.update * run.steps_per_update, outputs)
+            record["steps_per_second"] = updates * run.steps_per_update / (time.perf_counter() - last_time)
+            log.report(record, run.state)
+            save, stop, _ = agree(checkpointer.due(run.update) or run.update >= total, bool(stop_requests))
+            if save:
+                meta = {"step": record["step"], "wall_seconds": record["wall_seconds"]}
+                checkpointer.save(run.update, run.state, meta)
+                if workdir and jax.process_index() == 0:
+                    save_rule(os.path.join(workdir, meta_config.RULE_FOLDER), run)
+            if stop:
+                signal_number = stop_requests[0] if stop_requests else signal.SIGTERM
+                raise StoppedBySignal(signal_number, f"the dispatch under way finished, {checkpointer.where()}")
+            last_time = time.perf_counter()
 
 
 def save_rule(path: str, run: MetaRun) -> None:
