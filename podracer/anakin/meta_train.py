@@ -22,9 +22,10 @@ One meta-update (Algorithm 1 of the paper, truncated):
 
 The validation unroll starts where the K updates left the environments, with
 the keys they left: the next meta-update's first unroll replays it exactly.
-The paper's baseline for Eq. 3 is a value function learned alongside, for the
-meta-gradient only; here it is simpler: the mean over the member's
-environments of the Monte Carlo return within the unroll (`validation_loss`).
+The baseline of Eq. 3 is, as in the paper, a value function learned
+alongside for the meta-gradient only: each member's learner state is the
+pair (agent, critic), and each inner update also trains the critic by
+TD(lambda) on the same trajectory (`podracer.experiment.meta_train.with_critic`).
 
 The population is sharded over the devices like any Anakin batch: each
 device holds `members / devices` of every family (the member axis is split),
@@ -43,8 +44,7 @@ from jax.sharding import Mesh, NamedSharding
 
 from podracer.agents import lpg_rule, meta_gradient, networks
 from podracer.agents.agent import Agent
-from podracer.agents.returns import lambda_returns
-from podracer.agents.trajectory import Trajectory, transitions
+from podracer.agents.trajectory import Trajectory
 from podracer.anakin.program import AnakinState, make_per_device_update, make_unroll, over_members, write_at
 from podracer.envs import wrap_for_training
 from podracer.envs.base import Environment
@@ -75,11 +75,12 @@ class Settings:
     gamma: float
     prediction_cost: float  # alpha_y of Eq. 2.
     costs: tuple[float, float, float, float]  # Eq. 4's beta_0..beta_3.
+    td_lambda: float  # Of the meta-objective's return and of the critic's targets.
 
 
 @struct.dataclass
 class Member:
-    anakin: AnakinState  # The agent's learner state, its B environments, its actor keys.
+    anakin: AnakinState  # Learner state (agent, critic), its B environments, its actor keys.
     age: jax.Array  # Inner updates done in this lifetime.
     lifetime: jax.Array  # This lifetime's inner updates.
     key: chex.PRNGKey  # Draws the next lifetime.
@@ -124,23 +125,22 @@ def start_members(family: Family, agent: Agent, settings: Settings, keys: chex.P
 
 
 def validation_loss(
-    meta_params: Any, params: Any, trajectory: Trajectory, settings: Settings
+    meta_params: Any, learner: Any, trajectory: Trajectory, settings: Settings
 ) -> tuple[jax.Array, dict]:
     """Eq. 3 (as `lpg_rule.meta_objective`) plus Eq. 4 of one updated member on its validation unroll.
 
-    The baseline v_t is the mean over the member's B environments of the
-    return within the unroll (`lambda_returns` with lambda 1, 0 after it),
-    held constant; G_t is that return.
+    `learner` is the member's (agent, critic) pair: the critic's values are
+    the baseline v_t, held constant, and G_t their TD(`settings.td_lambda`) return.
     """
-    tr = transitions(trajectory, settings.gamma)
-    batch = tr.rewards.shape[1]
-    returns = lambda_returns(tr.rewards, tr.discounts, jnp.zeros((tr.rewards.shape[0] + 1, batch)), tr.lambdas(1.0))
-    baseline = jnp.broadcast_to(jnp.mean(returns, axis=1, keepdims=True), returns.shape)
-    values = jax.lax.stop_gradient(jnp.concatenate([baseline, jnp.zeros((1, batch))]))
+    agent, critic = learner
+    _, values = networks.unroll_trajectory(networks.unroll, critic.params, trajectory)
+    values = jax.lax.stop_gradient(values)
     shared = {"unroll_fn": networks.unroll, "gamma": settings.gamma}
-    objective, metrics = lpg_rule.meta_objective(params, trajectory, values, td_lambda=1.0, **shared)
+    objective, metrics = lpg_rule.meta_objective(
+        agent.params, trajectory, values, td_lambda=settings.td_lambda, **shared
+    )
     penalty, terms = lpg_rule.regularisers(
-        params, meta_params, trajectory, settings=settings.rule, costs=settings.costs, **shared
+        agent.params, meta_params, trajectory, settings=settings.rule, costs=settings.costs, **shared
     )
     return objective + penalty, {**metrics, **terms}
 
@@ -177,7 +177,7 @@ def make_meta_update(
 
             def member_loss(state, unroll=unroll):
                 _, trajectory, _ = unroll(state)
-                return validation_loss(meta_params, state.learner.params, trajectory, settings)
+                return validation_loss(meta_params, state.learner, trajectory, settings)
 
             loss, member_terms = jax.vmap(member_loss)(states)
             losses.append(jnp.sum(loss))

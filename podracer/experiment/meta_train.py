@@ -16,13 +16,17 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from ml_collections import ConfigDict
 
 from podracer import envs
 from podracer.agents import lpg_rule, networks
+from podracer.agents.agent import Agent
 from podracer.agents.meta_gradient_rl import EPS_ROOT
 from podracer.agents.network_agent import network_agent
 from podracer.agents.optimizer import OPTIMIZERS, make_optimizer, sgd_step
+from podracer.agents.returns import lambda_returns
+from podracer.agents.trajectory import transitions
 from podracer.anakin import meta_train as program
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -43,6 +47,7 @@ def defaults() -> ConfigDict:
             "lifetime": (50, 100),  # A lifetime's inner updates, drawn uniformly per lifetime.
             "updates": 100,  # Meta-updates in the run.
             "updates_per_dispatch": 10,  # Meta-updates per program call, between two records.
+            "td_lambda": 0.95,  # Of the meta-objective's return and the critic's targets.
             "costs": (0.01, 0.001, 0.001, 0.001),  # Eq. 4's beta_0 (H(pi)), beta_1 (H(y)), beta_2 (pi_hat), beta_3.
             "hidden_size": 32,  # The meta-network's LSTM units (the paper's 256).
             "embedding_size": 16,  # phi's units.
@@ -73,6 +78,7 @@ def validate(config: ConfigDict) -> None:
         ("updates_per_dispatch", 10),
     ):
         field_checks.integer(config, f"meta.{field}", at_least=1, example=example)
+    field_checks.fraction(config, "meta.td_lambda", example=0.95)
     field_checks.integer(config, "meta.hidden_size", at_least=1, example=32)
     field_checks.integer(config, "meta.embedding_size", at_least=1, example=16)
     field_checks.integers(config, "meta.lifetime", at_least=config.meta.inner_updates, example="(50, 100)")
@@ -129,11 +135,13 @@ def settings(config: ConfigDict) -> program.Settings:
         gamma=config.agent.gamma,
         prediction_cost=config.agent.prediction_cost,
         costs=tuple(meta.costs),
+        td_lambda=meta.td_lambda,
     )
 
 
 def rule_agent(config: ConfigDict, run_settings: program.Settings) -> Callable:
-    """`agent_for(meta_params)`: `learned_rule`'s agent (network, optimiser) learning by the rule eta given.
+    """`agent_for(meta_params)`: `learned_rule`'s agent (network, optimiser) learning by the rule eta given, with a
+    critic beside it (`with_critic`).
 
     Its `learn` is one step of `lpg_rule.agent_loss` on the member's own data
     (no average over devices: each member is its own agent), through an Adam
@@ -157,10 +165,42 @@ def rule_agent(config: ConfigDict, run_settings: program.Settings) -> Callable:
             del key, axis_name
             return sgd_step(state, trajectory, loss, optimizer, None)
 
-        agent = network_agent(config, optimizer, learn, run_settings.rule.prediction_size)
-        return dataclasses.replace(agent, acting_params=lambda state: jax.lax.stop_gradient(agent.acting_params(state)))
+        base = network_agent(config, optimizer, learn, run_settings.rule.prediction_size)
+        agent = dataclasses.replace(base, acting_params=lambda state: jax.lax.stop_gradient(base.acting_params(state)))
+        return with_critic(agent, config, optimizer, run_settings)
 
     return agent_for
+
+
+def with_critic(agent: Agent, config: ConfigDict, optimizer, run_settings: program.Settings) -> Agent:
+    """`agent` whose learner state is the pair (agent's, critic's): a value network (`config.network`'s) that each
+    `learn` also trains, by TD(lambda) on the same trajectory, with the critic loss of A3C (Mnih et al. 2016),
+    1/2 E[(sg(G_t) - v_t)^2]. It is the baseline of the meta-objective only, as LPG's (Oh et al. 2020, Section
+    3.3): the agent never reads it, and nothing of the rule flows into it (its update is held constant)."""
+    critic = network_agent(config, optimizer, learn=None)  # For its `init`: a policy-and-value network.
+
+    def value_loss(params, trajectory):
+        _, values = networks.unroll_trajectory(networks.unroll, params, trajectory)
+        tr = transitions(trajectory, run_settings.gamma)
+        lambdas = tr.lambdas(run_settings.td_lambda)
+        targets = lambda_returns(tr.rewards, tr.discounts, jax.lax.stop_gradient(values), lambdas)
+        loss = 0.5 * jnp.mean(tr.valid * (targets - values[:-1]) ** 2)
+        return loss, {"critic_loss": loss}
+
+    def init(key, observation_spec, action_spec):
+        agent_key, critic_key = jax.random.split(key)
+        return agent.init(agent_key, observation_spec, action_spec), critic.init(
+            critic_key, observation_spec, action_spec
+        )
+
+    def learn(state, trajectory, key, axis_name=None):
+        agent_state, critic_state = state
+        agent_state, metrics = agent.learn(agent_state, trajectory, key, axis_name)
+        critic_state, critic_metrics = sgd_step(critic_state, trajectory, value_loss, optimizer, None)
+        critic_state = jax.lax.stop_gradient(critic_state)
+        return (agent_state, critic_state), {**metrics, "critic_loss": critic_metrics["critic_loss"]}
+
+    return dataclasses.replace(agent, init=init, learn=learn, acting_params=lambda state: agent.acting_params(state[0]))
 
 
 def meta_optimizer(config: ConfigDict):
