@@ -92,7 +92,7 @@ def test_meta_gradient_through_k_updates_equals_finite_differences(k):
             for s in range(k + 2)
         ]
         meta = {name: jnp.float64(value) for name, value in META.items()}
-        state, _ = inner_update(meta, LearnerState(params, optimizer.init(params)), data[0])  # Warms Adam's moments.
+        state, _ = jax.jit(inner_update)(meta, LearnerState(params, optimizer.init(params)), data[0])  # Warms Adam.
         batches, outer_batch = stacked(*data[1 : k + 1]), data[k + 1]
         grads, (state_k, _, inner_metrics) = jax.jit(meta_gradient.meta_gradient(inner_update, outer_loss))(
             meta, state, batches, outer_batch
@@ -110,11 +110,14 @@ def test_meta_gradient_through_k_updates_equals_finite_differences(k):
         assert all(abs(float(grads[name])) > 1e-6 for name in META)  # Each meta-parameter matters here.
         assert inner_metrics["loss"].shape == (k,)
         if k == 1:
-            jacobian = meta_gradient.update_jacobian(inner_update, meta, state, data[1], lambda s: s.params)
-            outer_grads = jax.grad(lambda p: outer_loss(meta, state_k.replace(params=p), outer_batch)[0])(
-                state_k.params
-            )
-            forward = meta_gradient.contract(jacobian, outer_grads)
+
+            @jax.jit
+            def forward_mode(meta, state, batch, state_k, outer_batch):
+                jacobian = meta_gradient.update_jacobian(inner_update, meta, state, batch, lambda s: s.params)
+                outer_loss_of = lambda p: outer_loss(meta, state_k.replace(params=p), outer_batch)[0]  # noqa: E731
+                return meta_gradient.contract(jacobian, jax.grad(outer_loss_of)(state_k.params))
+
+            forward = forward_mode(meta, state, data[1], state_k, outer_batch)
             for name in META:
                 np.testing.assert_allclose(forward[name], grads[name], rtol=1e-9, err_msg=name)
 
@@ -128,14 +131,13 @@ def test_meta_gradient_over_two_devices_equals_the_whole_batch_on_one():
     meta = {name: jnp.float32(value) for name, value in META.items()}
     batches, outer_batch = stacked(data[0]), data[1]
     fn = meta_gradient.meta_gradient(inner_update, outer_loss, DEVICE_AXIS)
-    whole = on_devices(fn, meta, state, batches, outer_batch)
+    whole = jax.jit(functools.partial(on_devices, fn))(meta, state, batches, outer_batch)
 
     def halves(tree, axis):  # [..., 2B, ...] -> [2, ..., B, ...]: each device's shard along the batch axis.
         return jax.tree.map(lambda x: jnp.stack(jnp.split(x, 2, axis=axis)), tree)
 
-    split = on_devices(
-        fn, meta, state, halves(batches, 2), halves(outer_batch, 1), num_devices=2, replicated_args=(0, 1)
-    )
+    on_two = jax.jit(functools.partial(on_devices, fn, num_devices=2, replicated_args=(0, 1)))
+    split = on_two(meta, state, halves(batches, 2), halves(outer_batch, 1))
     for got, want in zip(jax.tree.leaves(split), jax.tree.leaves(whole), strict=True):
         np.testing.assert_allclose(got[0], want, rtol=2e-5, atol=1e-7)
         np.testing.assert_array_equal(got[0], got[1])  # The same on every device.
