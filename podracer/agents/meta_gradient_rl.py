@@ -25,6 +25,7 @@ plain agent's, bitwise. The meta-parameters are reported in the metrics
 under their own names, with `meta_loss`, the validation objective.
 """
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -87,14 +88,17 @@ def validate(config: ConfigDict) -> None:
     field = f"agent.{FIELD}"
     settings, names = field_checks.get(config, field), learnable(field_checks.get(config, field))
     learn = field_checks.get(config, f"{field}.learn")
-    example = f'--config.{field}.learn="{names[:2]}"'
+    shown = tuple(name for name in names if not name.endswith("_cost"))
+    example = f'e.g. --config.{field}.learn="{shown}"'
     if not isinstance(learn, (tuple, list)) or not all(isinstance(name, str) for name in learn):
         raise ConfigError(f"{field}.learn", f"must be a tuple of hyperparameter names, got {learn!r}", example)
     for name in learn:
         if name not in names:
-            raise ConfigError(f"{field}.learn", f"unknown hyperparameter {name!r}", f"learn any of {list(names)}")
+            raise ConfigError(
+                f"{field}.learn", f"unknown hyperparameter {name!r}", f"learn any of {list(names)}, {example}"
+            )
     if len(set(learn)) != len(learn):
-        raise ConfigError(f"{field}.learn", f"{tuple(learn)} repeats a name", f"list each once, e.g. {example}")
+        raise ConfigError(f"{field}.learn", f"{tuple(learn)} repeats a name", f"list each once, {example}")
     field_checks.number(config, f"{field}.learning_rate", example=1e-3, at_least=0.0)
     for name in names:
         low, high = _range(name)
@@ -139,13 +143,13 @@ def make_learn(
     smooth = make_optimizer(config.optimizer, num_updates, eps_root=EPS_ROOT)
 
     def inner_update(values, state, trajectory, axis_name, inner_optimizer=optimizer):
-        loss = lambda params, batch: loss_fn(params, batch, **values)  # noqa: E731
+        loss = functools.partial(loss_fn, **values)
         return sgd_step(state, trajectory, loss, inner_optimizer, axis_name, chunk_axis)
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
         del key
         meta = state.meta
-        outer_loss = lambda params, batch: loss_fn(params, batch, **outer)  # noqa: E731
+        outer_loss = functools.partial(loss_fn, **outer)
         outer_grads, outer_metrics = mean_gradient(outer_loss, state.params, trajectory, axis_name, chunk_axis)
         updates, opt_state = meta_optimizer.update(meta_gradient.contract(meta.jacobian, outer_grads), meta.opt_state)
         values = {

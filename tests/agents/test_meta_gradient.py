@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.sharding import PartitionSpec
 from ml_collections import ConfigDict
 
 import podracer
@@ -16,8 +17,8 @@ from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
 from podracer.agents.returns import lambda_returns
 from podracer.agents.trajectory import transitions
 from podracer.envs.timestep import FIRST
-from podracer.runtime.topology import DEVICE_AXIS
-from tests.references import T, make_params, make_trajectory, on_devices, unroll_fn
+from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh, per_device_program
+from tests.references import T, make_params, make_trajectory, unroll_fn
 
 META = {"gamma": 0.9, "td_lambda": 0.8, "entropy_cost": 0.05}  # The meta-parameters eta.
 OUTER = {"gamma": 0.99, "td_lambda": 1.0, "entropy_cost": 0.0}  # The validation objective's fixed eta'.
@@ -123,7 +124,8 @@ def test_meta_gradient_through_k_updates_equals_finite_differences(k):
 
 
 def test_meta_gradient_over_two_devices_equals_the_whole_batch_on_one():
-    """Shards of the batch on two devices, inner gradients averaged with the collectives: the whole batch's numbers."""
+    """Halves of the batch on two devices, as Anakin runs them (`per_device_program`, pmap-style), the inner and
+    the meta-gradients averaged with the collectives: the whole batch's numbers, the same on both devices."""
     optimizer, inner_update, outer_loss = problem(DEVICE_AXIS)
     params = make_params(0)
     state = LearnerState(params, optimizer.init(params))
@@ -131,15 +133,19 @@ def test_meta_gradient_over_two_devices_equals_the_whole_batch_on_one():
     meta = {name: jnp.float32(value) for name, value in META.items()}
     batches, outer_batch = stacked(data[0]), data[1]
     fn = meta_gradient.meta_gradient(inner_update, outer_loss, DEVICE_AXIS)
-    whole = jax.jit(functools.partial(on_devices, fn))(meta, state, batches, outer_batch)
 
-    def halves(tree, axis):  # [..., 2B, ...] -> [2, ..., B, ...]: each device's shard along the batch axis.
-        return jax.tree.map(lambda x: jnp.stack(jnp.split(x, 2, axis=axis)), tree)
+    def run(num_devices):  # Each device's copy of the results, along a leading device axis.
+        def per_device(meta, state, batches, outer_batch):
+            return jax.tree.map(lambda x: x[None], fn(meta, state, batches, outer_batch))
 
-    on_two = jax.jit(functools.partial(on_devices, fn, num_devices=2, replicated_args=(0, 1)))
-    split = on_two(meta, state, halves(batches, 2), halves(outer_batch, 1))
+        in_specs = (REPLICATED, REPLICATED, PartitionSpec(None, None, DEVICE_AXIS), PartitionSpec(None, DEVICE_AXIS))
+        mesh = device_mesh(jax.devices()[:num_devices])
+        program = per_device_program(per_device, mesh, in_specs, SHARDED)
+        return jax.jit(program)(meta, state, batches, outer_batch)
+
+    whole, split = run(1), run(2)
     for got, want in zip(jax.tree.leaves(split), jax.tree.leaves(whole), strict=True):
-        np.testing.assert_allclose(got[0], want, rtol=2e-5, atol=1e-7)
+        np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=1e-7)
         np.testing.assert_array_equal(got[0], got[1])  # The same on every device.
 
 
