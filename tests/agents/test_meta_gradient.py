@@ -180,7 +180,8 @@ def test_meta_gradient_rl_at_meta_learning_rate_0_is_the_plain_agent_bitwise():
     for a, b in zip(jax.tree.leaves(plain.params), jax.tree.leaves(meta.params), strict=True):
         np.testing.assert_array_equal(a, b)
     assert [float(metrics[name]) for name in LEARN] == [np.float32(META_DEFAULT[name]) for name in LEARN]
-    assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(meta.meta.jacobian))  # Meta-gradients were taken.
+    jacobian = jax.tree.leaves(meta.meta.jacobian)  # d theta / d eta through Adam: taken, and finite.
+    assert any(np.any(leaf != 0) for leaf in jacobian) and all(np.all(np.isfinite(leaf)) for leaf in jacobian)
 
 
 @pytest.mark.slow
