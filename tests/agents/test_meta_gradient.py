@@ -166,7 +166,7 @@ def test_meta_gradient_rl_at_meta_learning_rate_0_is_the_plain_agent_bitwise():
     for seed in range(3):
         trajectory = make_trajectory(seed)
         shape = (T + 1, trajectory.action.shape[1], *env.observation_spec().shape)
-        observation = jax.random.uniform(jax.random.key(seed), shape)
+        observation = jax.random.uniform(jax.random.key(seed), shape).at[..., 0, :].set(0.0)  # Weights with 0 gradient.
         trajectories.append(trajectory.replace(timestep=trajectory.timestep.replace(observation=observation)))
     finals = []
     for learn in ((), LEARN):
