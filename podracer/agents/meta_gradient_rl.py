@@ -86,7 +86,7 @@ def learns(agent_config: ConfigDict) -> bool:
 def validate(config: ConfigDict) -> None:
     """The names to learn, the meta-learning rate and the reference values; `ConfigError` naming the field."""
     field = f"agent.{FIELD}"
-    settings, names = field_checks.get(config, field), learnable(field_checks.get(config, field))
+    names = learnable(field_checks.get(config, field))
     learn = field_checks.get(config, f"{field}.learn")
     shown = tuple(name for name in names if not name.endswith("_cost"))
     example = f'e.g. --config.{field}.learn="{shown}"'
@@ -102,9 +102,8 @@ def validate(config: ConfigDict) -> None:
     field_checks.number(config, f"{field}.learning_rate", example=1e-3, at_least=0.0)
     for name in names:
         low, high = _range(name)
-        field_checks.number(
-            config, f"{field}.{OUTER}{name}", example=settings[f"{OUTER}{name}"], at_least=low, at_most=high
-        )
+        example = 0.0 if high is None else 0.99
+        field_checks.number(config, f"{field}.{OUTER}{name}", example=example, at_least=low, at_most=high)
 
 
 def _range(name: str) -> tuple[float, float | None]:
