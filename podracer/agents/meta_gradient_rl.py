@@ -148,15 +148,20 @@ def make_learn(
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
         del key
         meta = state.meta
+        # The meta-gradient's arithmetic sees its inputs through optimisation barriers: XLA cannot merge it with the
+        # plain update's (the same network on the same data), which would change how that fuses, and rounds.
+        params, batch = jax.lax.optimization_barrier((state.params, trajectory))
         outer_loss = functools.partial(loss_fn, **outer)
-        outer_grads, outer_metrics = mean_gradient(outer_loss, state.params, trajectory, axis_name, chunk_axis)
+        outer_grads, outer_metrics = mean_gradient(outer_loss, params, batch, axis_name, chunk_axis)
         updates, opt_state = meta_optimizer.update(meta_gradient.contract(meta.jacobian, outer_grads), meta.opt_state)
         values = {
             name: jnp.clip(value, *_range(name)) for name, value in optax.apply_updates(meta.values, updates).items()
         }
         new_state, metrics = inner_update(values, state, trajectory, axis_name)
         jacobian = meta_gradient.update_jacobian(
-            lambda v, s, b: inner_update(v, s, b, axis_name, smooth), values, state, trajectory, lambda s: s.params
+            lambda v, s, b: inner_update(v, s, b, axis_name, smooth),
+            *jax.lax.optimization_barrier((values, state, trajectory)),
+            lambda s: s.params,
         )
         metrics = {**metrics, **values, "meta_loss": outer_metrics["loss"]}
         return new_state.replace(meta=MetaState(values, opt_state, jacobian)), metrics
