@@ -25,17 +25,17 @@ updates (ibid., eq. 4 with mu = 0). Two forms, for one inner-update contract:
 Everything is a pure function of arrays, so it runs inside `learn`: under
 Anakin a population `vmap`s it and `shard_map` replicates it. The inner
 update averages its gradients over `axis_name` as every `learn` does
-(`optimizer.sgd_step`, `collectives.mean_grad`), and differentiating through
-that average is exact: under `shard_map` the transpose of using replicated
-meta-parameters on every device is a sum over devices (see
-`collectives.local_grad`), which `meta_gradient` divides by the device count, so the result
-is the meta-gradient of the outer objective averaged over devices, the same
-on every device.
+(`optimizer.sgd_step`), and the meta-gradient is averaged the same way, as
+any gradient of replicated parameters is (`collectives.mean_grad`): each
+device differentiates its own outer loss, through the averaged inner
+updates, with respect to its own copy of the meta-parameters, and the mean
+of those is the meta-gradient of the outer loss averaged over devices.
 """
 
 from collections.abc import Callable
 from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 
@@ -79,7 +79,10 @@ def meta_gradient(inner_update: InnerUpdate, outer_loss: OuterLoss, axis_name: c
       into it. The returned `inner_state_K` is the state after the K updates
       (the agent goes on from it), replicated like the input.
     - `meta_grads` (the structure of `meta_params`) is the gradient of the
-      outer loss averaged over `axis_name`'s devices; None: one device.
+      outer loss averaged over `axis_name`'s devices; None: one device. As
+      every podracer program, it is written pmap-style: under `shard_map`
+      without `check_vma` (`runtime.topology.per_device_program`), where the
+      inner state after the updates is the same on every device.
     """
 
     def objective(meta_params, inner_state, inner_batches, outer_batch):
@@ -87,13 +90,12 @@ def meta_gradient(inner_update: InnerUpdate, outer_loss: OuterLoss, axis_name: c
         loss, aux = outer_loss(meta_params, state, outer_batch)
         return loss, (state, aux, inner_metrics)
 
-    grad_fn = jax.grad(objective, has_aux=True)
+    grad_fn = collectives.local_grad(objective, axis_name)
 
     def fn(meta_params, inner_state, inner_batches, outer_batch):
         grads, (state, aux, inner_metrics) = grad_fn(meta_params, inner_state, inner_batches, outer_batch)
-        devices = 1 if axis_name is None else jax.lax.axis_size(axis_name)
-        grads = jax.tree.map(lambda g: g / devices, grads)  # The sum over devices (see the module docstring).
-        return grads, (state, collectives.mean(aux, axis_name), inner_metrics)
+        grads, aux = collectives.mean((grads, aux), axis_name)
+        return grads, (state, aux, inner_metrics)
 
     return fn
 
@@ -103,18 +105,19 @@ def update_jacobian(
 ) -> dict[str, Any]:
     """`{name: d select(inner_state') / d meta_params[name]}` of one update from `inner_state` held constant.
 
-    Forward mode (one linearisation, a Jacobian-vector product per scalar
-    meta-parameter): Xu et al.'s trace z' = d theta'/d eta (eq. 4, mu = 0),
+    Forward mode (one linearisation, then a Jacobian-vector product per scalar
+    meta-parameter, batched): Xu et al.'s trace z' = d theta'/d eta (eq. 4, mu = 0),
     for a few scalars; `select` picks what the outer objective will be
     differentiated by (the network's parameters). Replicated when the update
     averages over devices: the tangent of a `pmean` is the `pmean` of tangents.
     """
+    chex.assert_rank(list(meta_params.values()), 0)
     start = jax.lax.stop_gradient(inner_state)
     _, jvp = jax.linearize(lambda meta: select(inner_update(meta, start, batch)[0]), meta_params)
-    one_hot = {name: {other: jnp.zeros_like(value) for other, value in meta_params.items()} for name in meta_params}
-    for name in meta_params:
-        one_hot[name][name] = jnp.ones_like(meta_params[name])
-    return {name: jvp(tangent) for name, tangent in one_hot.items()}
+    basis = jnp.eye(len(meta_params))  # Row i: the tangent along the i-th meta-parameter; one batched product.
+    tangents = {name: basis[:, i].astype(value.dtype) for i, (name, value) in enumerate(meta_params.items())}
+    columns = jax.vmap(jvp)(tangents)
+    return {name: jax.tree.map(lambda x, i=i: x[i], columns) for i, name in enumerate(meta_params)}
 
 
 def contract(jacobian: dict[str, Any], outer_grads: Any) -> dict[str, jax.Array]:

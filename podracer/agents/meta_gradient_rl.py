@@ -25,6 +25,7 @@ plain agent's, bitwise. The meta-parameters are reported in the metrics
 under their own names, with `meta_loss`, the validation objective.
 """
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -85,22 +86,24 @@ def learns(agent_config: ConfigDict) -> bool:
 def validate(config: ConfigDict) -> None:
     """The names to learn, the meta-learning rate and the reference values; `ConfigError` naming the field."""
     field = f"agent.{FIELD}"
-    settings, names = field_checks.get(config, field), learnable(field_checks.get(config, field))
+    names = learnable(field_checks.get(config, field))
     learn = field_checks.get(config, f"{field}.learn")
-    example = f'--config.{field}.learn="{names[:2]}"'
+    shown = tuple(name for name in names if not name.endswith("_cost"))
+    example = f'e.g. --config.{field}.learn="{shown}"'
     if not isinstance(learn, (tuple, list)) or not all(isinstance(name, str) for name in learn):
         raise ConfigError(f"{field}.learn", f"must be a tuple of hyperparameter names, got {learn!r}", example)
     for name in learn:
         if name not in names:
-            raise ConfigError(f"{field}.learn", f"unknown hyperparameter {name!r}", f"learn any of {list(names)}")
+            raise ConfigError(
+                f"{field}.learn", f"unknown hyperparameter {name!r}", f"learn any of {list(names)}, {example}"
+            )
     if len(set(learn)) != len(learn):
-        raise ConfigError(f"{field}.learn", f"{tuple(learn)} repeats a name", f"list each once, e.g. {example}")
+        raise ConfigError(f"{field}.learn", f"{tuple(learn)} repeats a name", f"list each once, {example}")
     field_checks.number(config, f"{field}.learning_rate", example=1e-3, at_least=0.0)
     for name in names:
         low, high = _range(name)
-        field_checks.number(
-            config, f"{field}.{OUTER}{name}", example=settings[f"{OUTER}{name}"], at_least=low, at_most=high
-        )
+        example = 0.0 if high is None else 0.99
+        field_checks.number(config, f"{field}.{OUTER}{name}", example=example, at_least=low, at_most=high)
 
 
 def _range(name: str) -> tuple[float, float | None]:
@@ -139,21 +142,26 @@ def make_learn(
     smooth = make_optimizer(config.optimizer, num_updates, eps_root=EPS_ROOT)
 
     def inner_update(values, state, trajectory, axis_name, inner_optimizer=optimizer):
-        loss = lambda params, batch: loss_fn(params, batch, **values)  # noqa: E731
+        loss = functools.partial(loss_fn, **values)
         return sgd_step(state, trajectory, loss, inner_optimizer, axis_name, chunk_axis)
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
         del key
         meta = state.meta
-        outer_loss = lambda params, batch: loss_fn(params, batch, **outer)  # noqa: E731
-        outer_grads, outer_metrics = mean_gradient(outer_loss, state.params, trajectory, axis_name, chunk_axis)
+        # The meta-gradient's arithmetic sees its inputs through optimisation barriers: XLA cannot merge it with the
+        # plain update's (the same network on the same data), which would change how that fuses, and rounds.
+        params, batch = jax.lax.optimization_barrier((state.params, trajectory))
+        outer_loss = functools.partial(loss_fn, **outer)
+        outer_grads, outer_metrics = mean_gradient(outer_loss, params, batch, axis_name, chunk_axis)
         updates, opt_state = meta_optimizer.update(meta_gradient.contract(meta.jacobian, outer_grads), meta.opt_state)
         values = {
             name: jnp.clip(value, *_range(name)) for name, value in optax.apply_updates(meta.values, updates).items()
         }
         new_state, metrics = inner_update(values, state, trajectory, axis_name)
         jacobian = meta_gradient.update_jacobian(
-            lambda v, s, b: inner_update(v, s, b, axis_name, smooth), values, state, trajectory, lambda s: s.params
+            lambda v, s, b: inner_update(v, s, b, axis_name, smooth),
+            *jax.lax.optimization_barrier((values, state, trajectory)),
+            lambda s: s.params,
         )
         metrics = {**metrics, **values, "meta_loss": outer_metrics["loss"]}
         return new_state.replace(meta=MetaState(values, opt_state, jacobian)), metrics
