@@ -79,11 +79,12 @@ def test_prioritised_sampling_follows_priority_to_the_exponent():
     config = agent_config(prioritised=True, priority_exponent=alpha, batch_size=4096)
     buffer = replay.make_buffer(config, B, 2)
     state = filled(buffer, 2)  # 8 steps per row: 7 sequences of 2 per environment.
-    first = replay.sample(buffer, state, jax.random.key(0), importance_exponent=0.4)
+    sample_from = jax.jit(lambda state, key: replay.sample(buffer, state, key, importance_exponent=0.4))
+    first = sample_from(state, jax.random.key(0))
     indices = np.unique(np.asarray(first.indices))
     priorities = np.arange(1, len(indices) + 1, dtype=np.float32) ** 2
     state = replay.set_priorities(buffer, state, jnp.asarray(indices), jnp.asarray(priorities))
-    sample = replay.sample(buffer, state, jax.random.key(1), importance_exponent=0.4)
+    sample = sample_from(state, jax.random.key(1))
     drawn = np.asarray(sample.indices)
     counts = np.array([(drawn == i).sum() for i in indices])
     expected = priorities**alpha / np.sum(priorities**alpha)
