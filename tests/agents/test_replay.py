@@ -51,8 +51,9 @@ def test_samples_are_consecutive_steps_of_one_environment_that_the_buffer_still_
     added = rollouts * T
     held = range(max(0, added - ROW), added)  # The newest ROW steps of every environment; older ones are overwritten.
     starts = set()
+    sample_from = jax.jit(lambda state, key: replay.sample(buffer, state, key, importance_exponent=0.4))
     for seed in range(20):
-        sample = replay.sample(buffer, state, jax.random.key(seed), importance_exponent=0.4)
+        sample = sample_from(state, jax.random.key(seed))
         ids = np.asarray(sample.trajectory.timestep.observation[..., 0])  # [L, S]
         assert ids.shape == (sequence, 64)
         assert sample.trajectory.action.shape == (sequence - 1, 64)
