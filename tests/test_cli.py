@@ -188,6 +188,20 @@ BAD_INPUTS = [
     (PQN, ["--config.agent.td_lambda=1.5"], 1, ["config.agent.td_lambda", "<= 1"]),
     (PQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "actor-critic agent"]),
     (PQN, ["--config.agent.num_minibatches=3"], 1, ["config.agent.num_minibatches", "2048 transitions", "divisor"]),
+    # Meta-gradient RL (podracer.agents.meta_gradient_rl): an agent without it, an unknown name, a negative rate.
+    (
+        "configs/anakin_cartpole_ppo.py",
+        ["--config.agent.meta_gradient.learn=('gamma',)"],
+        1,
+        ["config.agent.meta_gradient", "agent 'ppo'", "actor_critic and impala", "--config.agent.name=actor_critic"],
+    ),
+    (
+        CATCH,
+        ["--config.agent.meta_gradient.learn=('gama',)"],
+        1,
+        ["config.agent.meta_gradient.learn", "'gama'", "gamma"],
+    ),
+    (CATCH, ["--config.agent.meta_gradient.learning_rate=-1"], 1, ["meta_gradient.learning_rate", ">= 0"]),
     # Self-play (AlphaZero) on a single-player game, or off Pgx.
     (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
     (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),

@@ -7,6 +7,8 @@ an entropy bonus (`losses.policy_gradient_loss`):
   L = -E[log pi(a_t|s_t) sg(G_t - v_t)] + c_v E[1/2 (sg(G_t) - v_t)^2] - c_H E[H(pi(.|s_t))]
 
 `learn` is one gradient step on the whole trajectory, averaged over devices.
+With `agent.meta_gradient.learn`, gamma, lambda and the entropy cost may be
+learned online by meta-gradients (`meta_gradient_rl`, Xu et al. 2018).
 """
 
 from collections.abc import Callable
@@ -16,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
-from podracer.agents import networks, policy, registry
+from podracer.agents import meta_gradient_rl, networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.losses import policy_gradient_loss
 from podracer.agents.network_agent import one_step_agent, shared_defaults, validate_shared
@@ -26,12 +28,13 @@ from podracer.config import field_checks
 
 
 def defaults() -> ConfigDict:
-    return shared_defaults(td_lambda=0.9)
+    return shared_defaults(td_lambda=0.9, meta_gradient=meta_gradient_rl.defaults("td_lambda"))
 
 
 def validate(config: ConfigDict) -> None:
     validate_shared(config)
     field_checks.fraction(config, "agent.td_lambda", example=0.9)
+    meta_gradient_rl.validate(config)
 
 
 def loss(
@@ -48,13 +51,14 @@ def loss(
     outputs, values = networks.unroll_trajectory(unroll_fn, params, trajectory)
     outputs = jax.tree.map(lambda x: x[:-1], outputs)  # The policy where actions were chosen.
     tr = transitions(trajectory, gamma, reward_clip)
-    returns = lambda_returns(tr.rewards, tr.discounts, values, tr.lambdas(td_lambda))
+    targets = jax.lax.stop_gradient(values)  # Constant in the parameters, not in gamma and lambda.
+    returns = lambda_returns(tr.rewards, tr.discounts, targets, tr.lambdas(td_lambda))
     return policy_gradient_loss(
         policy.log_prob(outputs, trajectory.action),
         outputs,
         values[:-1],
         tr.valid,
-        returns - values[:-1],
+        returns - targets[:-1],
         returns,
         value_cost=value_cost,
         entropy_cost=entropy_cost,

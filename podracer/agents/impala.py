@@ -10,7 +10,9 @@ with v_{t+1} as in rlax). The loss (`losses.policy_gradient_loss`) is
   L = -E[log pi(a_t|x_t) sg(A_t)] + c_v E[1/2 (sg(vs_t) - v_t)^2] - c_H E[H(pi(.|x_t))]
 
 with no gradient through the importance weights or the targets. `learn` is one
-gradient step on the whole trajectory, averaged over devices.
+gradient step on the whole trajectory, averaged over devices. With
+`agent.meta_gradient.learn`, gamma, the V-trace lambda and the entropy cost may
+be learned online by meta-gradients (`meta_gradient_rl`, Xu et al. 2018).
 """
 
 from collections.abc import Callable
@@ -20,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
-from podracer.agents import networks, policy, registry
+from podracer.agents import meta_gradient_rl, networks, policy, registry
 from podracer.agents.agent import Agent
 from podracer.agents.losses import policy_gradient_loss
 from podracer.agents.network_agent import one_step_agent, shared_defaults, validate_shared
@@ -30,12 +32,18 @@ from podracer.config import field_checks
 
 
 def defaults() -> ConfigDict:
-    return shared_defaults(vtrace_lambda=1.0, clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0)
+    return shared_defaults(
+        vtrace_lambda=1.0,
+        clip_rho_threshold=1.0,
+        clip_pg_rho_threshold=1.0,
+        meta_gradient=meta_gradient_rl.defaults("vtrace_lambda"),
+    )
 
 
 def validate(config: ConfigDict) -> None:
     validate_shared(config)
     field_checks.fraction(config, "agent.vtrace_lambda", example=1.0)
+    meta_gradient_rl.validate(config)
     for field in ("agent.clip_rho_threshold", "agent.clip_pg_rho_threshold"):
         field_checks.number(config, field, example=1.0, above=0.0)
 
@@ -59,10 +67,10 @@ def loss(
     log_probs = policy.log_prob(outputs, trajectory.action)
     behaviour_log_probs = policy.log_prob(trajectory.extras, trajectory.action)
     log_rhos = jax.lax.stop_gradient(log_probs - behaviour_log_probs)
-    targets = vtrace(  # Held constant by `policy_gradient_loss`.
+    targets = vtrace(  # Constant in the parameters, not in gamma and lambda.
         tr.rewards,
         tr.discounts,
-        values,
+        jax.lax.stop_gradient(values),
         log_rhos,
         tr.lambdas(vtrace_lambda),
         clip_rho_threshold=clip_rho_threshold,

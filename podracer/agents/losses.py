@@ -1,6 +1,5 @@
 """The actor-critic objective that actor-critic and IMPALA share; they differ only in their targets."""
 
-import jax
 import jax.numpy as jnp
 
 from podracer.agents import policy
@@ -23,12 +22,16 @@ def policy_gradient_loss(
 
     Per-transition inputs `[T, B]`: log pi(a_t|s_t), the policy's outputs
     (`policy`'s head dict, leaves `[T, B, ...]`) and the values v_t of the observations actions were chosen
-    from, the advantages A_t and value targets G_t (both held constant). Means
+    from, the advantages A_t and value targets G_t. The caller holds A_t and
+    G_t constant in the parameters by computing them from `stop_gradient`
+    values, not by stopping every gradient through them: their derivatives
+    in the hyperparameters they are made of (gamma, lambda) are what
+    meta-gradients flow through (`podracer.agents.meta_gradient_rl`). Means
     run over all T x B transitions with masked entries counted as zero, so
     averaging equal shards across devices gives exactly the whole-batch loss.
     """
-    policy_loss = -jnp.mean(valid * log_probs * jax.lax.stop_gradient(advantages))
-    value_loss = 0.5 * jnp.mean(valid * (jax.lax.stop_gradient(value_targets) - values) ** 2)
+    policy_loss = -jnp.mean(valid * log_probs * advantages)
+    value_loss = 0.5 * jnp.mean(valid * (value_targets - values) ** 2)
     entropy = jnp.mean(valid * policy.entropy(policy_outputs))
     total = policy_loss + value_cost * value_loss - entropy_cost * entropy
     return total, {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}

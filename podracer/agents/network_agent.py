@@ -14,6 +14,7 @@ updates and applies to the trajectory before the agent's own update sees it,
 and which the acting parameters carry so that `act` normalises identically.
 """
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import networks, normalization, policy
+from podracer.agents import meta_gradient_rl, networks, normalization, policy
 from podracer.agents.agent import Agent
 from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.trajectory import Trajectory, transitions
@@ -118,6 +119,9 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     """An agent whose `learn` is one gradient step of `loss(params, trajectory, unroll_fn=..., **config.agent)`
     (`prediction_size` as `network_agent`'s).
 
+    With `agent.meta_gradient.learn`, some of those hyperparameters are
+    meta-parameters, learned online (`meta_gradient_rl`).
+
     `loss` must be a mean over the trajectory's environments (axis 1), as the
     built-ins' are: an MLP's gradient is then taken over slices of them on CPU
     (`optimizer.chunked_grad`).
@@ -125,6 +129,10 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
     loss_fn = functools.partial(loss, unroll_fn=networks.unroll, **hyperparameters(config.agent))
     chunk_axis = 1 if slices_gradients(config.network) else None
+    if meta_gradient_rl.learns(config.agent):  # Some hyperparameters are learned by meta-gradients.
+        learn = meta_gradient_rl.make_learn(config, loss_fn, optimizer, num_updates, chunk_axis)
+        agent = network_agent(config, optimizer, learn, prediction_size)
+        return dataclasses.replace(agent, init=meta_gradient_rl.with_meta_state(agent.init, config.agent))
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:
         del key  # One gradient step on the whole trajectory draws nothing at random.
@@ -158,9 +166,8 @@ def feed_forward_act(
 
 def hyperparameters(agent_config: ConfigDict) -> dict:
     """The fields of `config.agent` that are the keyword arguments of the agent's loss."""
-    return {
-        field: value for field, value in agent_config.items() if field != "name" and field not in NORMALIZATION_DEFAULTS
-    }
+    others = {"name", meta_gradient_rl.FIELD, *NORMALIZATION_DEFAULTS}
+    return {field: value for field, value in agent_config.items() if field not in others}
 
 
 def validate_shared(config: ConfigDict) -> None:

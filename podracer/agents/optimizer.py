@@ -39,29 +39,37 @@ class LearnerState:
     params: Any
     opt_state: Any
     normalizers: Any = None  # Running statistics the agent keeps beside its parameters (`network_agent.Normalizers`).
+    meta: Any = None  # What a meta-gradient agent learns beside them (`meta_gradient_rl.MetaState`).
 
 
+# (schedule, eps, eps_root) -> optimiser. eps_root (inside Adam's square root) is 0 but for meta-gradients: the
+# derivative of sqrt at 0 is infinite, so a parameter whose gradient is 0 would make them NaN. RMSProp's eps is
+# inside its square root already.
 OPTIMIZERS = {
-    "adam": lambda schedule, eps: optax.adam(schedule, eps=eps),
-    "radam": lambda schedule, eps: optax.radam(schedule, eps=eps),  # Rectified Adam (Liu et al. 2020), PQN's.
-    "rmsprop": lambda schedule, eps: optax.rmsprop(schedule, decay=0.99, eps=eps),
-    "sgd": lambda schedule, eps: optax.sgd(schedule),
+    "adam": lambda schedule, eps, eps_root: optax.adam(schedule, eps=eps, eps_root=eps_root),
+    "radam": lambda schedule, eps, eps_root: optax.radam(schedule, eps=eps, eps_root=eps_root),  # Liu et al. 2020.
+    "rmsprop": lambda schedule, eps, eps_root: optax.rmsprop(schedule, decay=0.99, eps=eps),
+    "sgd": lambda schedule, eps, eps_root: optax.sgd(schedule),
 }
 
 
-def make_optimizer(optimizer_config: ConfigDict, gradient_steps: int) -> optax.GradientTransformation:
+def make_optimizer(
+    optimizer_config: ConfigDict, gradient_steps: int, eps_root: float = 0.0
+) -> optax.GradientTransformation:
     """Global-norm clipping, then `optimizer_config.name` (adam, radam, rmsprop or sgd).
 
     With `anneal_lr` the rate decays linearly to 0 over the run's
     `gradient_steps`. The parameters are flattened into one vector for the
     update (`optax.flatten`), which cuts the number of small kernels per step.
+    `eps_root > 0` makes Adam's update differentiable where a gradient is 0,
+    for meta-gradients through it (`podracer.agents.meta_gradient`).
     """
     rate = optimizer_config.learning_rate
     schedule = optax.linear_schedule(rate, 0.0, gradient_steps) if optimizer_config.anneal_lr else rate
     return optax.flatten(
         optax.chain(
             optax.clip_by_global_norm(optimizer_config.max_grad_norm),
-            OPTIMIZERS[optimizer_config.name](schedule, optimizer_config.eps),
+            OPTIMIZERS[optimizer_config.name](schedule, optimizer_config.eps, eps_root),
         )
     )
 
@@ -88,11 +96,18 @@ def sgd_step(
     The metrics gain `grad_norm`, the global norm of the averaged gradient
     before clipping: the number to watch when a run diverges.
     """
-    grad_fn = None if chunk_axis is None else chunked_grad(chunk_axis, num_chunks(batch, chunk_axis))
-    grads, metrics = collectives.mean_grad(loss_fn, axis_name, grad_fn)(state.params, batch)
+    grads, metrics = mean_gradient(loss_fn, state.params, batch, axis_name, chunk_axis)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     metrics = {**metrics, "grad_norm": optax.tree.norm(flat_vector(grads))}
     return state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state), metrics
+
+
+def mean_gradient(
+    loss_fn: LossFn, params: Any, batch: Any, axis_name, chunk_axis: int | None = None
+) -> tuple[Any, dict]:
+    """`(gradient, metrics)` of `loss_fn(params, batch)` averaged over `axis_name`, in slices along `chunk_axis` on CPU."""
+    grad_fn = None if chunk_axis is None else chunked_grad(chunk_axis, num_chunks(batch, chunk_axis))
+    return collectives.mean_grad(loss_fn, axis_name, grad_fn)(params, batch)
 
 
 def flat_vector(tree: Any) -> chex.Array:

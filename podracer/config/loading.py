@@ -26,6 +26,14 @@ from podracer.config.errors import ConfigError, ConfigFileError
 
 # Groups whose fields are the user's (an environment's options, a population's members): overrides may add to them.
 OPEN_FIELDS = ("env.kwargs", population.FIELD)
+# Groups only some agents have (dotted field: (which agents, the fix)), registered by the agents that have them, so
+# setting one on another agent says so instead of listing that agent's fields.
+_AGENT_ONLY_GROUPS: dict[str, tuple[str, str]] = {}
+
+
+def register_agent_only_group(field: str, which: str, fix: str) -> None:
+    """Makes an unknown `field` (e.g. "agent.meta_gradient") or a field under it say `which` agents have it, and `fix`."""
+    _AGENT_ONLY_GROUPS[field] = (which, fix)
 
 
 def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
@@ -155,6 +163,10 @@ def _read(field: str, text: str, current: Any) -> Any:
 def unknown_field(field: str, node: Any, parent: str, source: str) -> None:
     """Raises the `ConfigError` for `field`, which `node`, the value at `parent`, does not have."""
     where = f"config.{parent}" if parent else "config"
+    missing = (f"{parent}." if parent else "") + field[len(parent) :].lstrip(".").split(".")[0]
+    if missing in _AGENT_ONLY_GROUPS and isinstance(node, ConfigDict):
+        which, fix = _AGENT_ONLY_GROUPS[missing]
+        raise ConfigError(missing, f"agent {node.get('name')!r} has no such group; {which}", fix)
     if not isinstance(node, ConfigDict):
         raise ConfigError(
             field, f"{source} has no such field ({where} is one value, not a group)", f"set --{where}=VALUE itself"
