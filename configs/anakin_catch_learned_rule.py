@@ -8,17 +8,12 @@ No meta-trained rule ships yet: a random one (docs/meta-learning.md, "Lifting
 the rule") makes the run go, not learn. Otherwise as configs/anakin_catch.py.
 """
 
-from podracer import defaults
+import os
+
+from podracer import defaults, load_config
 
 
 def get_config():
-    config = defaults("learned_rule")
-    config.env.name = "catch"
-    config.env.kwargs.rows = 10
-    config.env.kwargs.columns = 5
-    config.cpu_devices = 2
-    config.num_envs = 512
-    config.unroll_length = 16
-    config.total_steps = 1_000_000
-    config.optimizer.learning_rate = 3e-3
+    config = load_config(os.path.join(os.path.dirname(__file__), "anakin_catch.py"))
+    config.agent = defaults("learned_rule").agent  # The run's settings are that config's; the agent is LPG's.
     return config

@@ -9,19 +9,13 @@ actor-critic's defaults (0.99 and 0.9); the run records them as `gamma` and
 plain config's run, bitwise.
 """
 
-from podracer import defaults
+import os
+
+from podracer import load_config
 
 
 def get_config():
-    config = defaults("actor_critic")
-    config.env.name = "catch"
-    config.env.kwargs.rows = 10
-    config.env.kwargs.columns = 5
-    config.cpu_devices = 2
-    config.num_envs = 512
-    config.unroll_length = 16
-    config.total_steps = 1_000_000
-    config.optimizer.learning_rate = 3e-3
+    config = load_config(os.path.join(os.path.dirname(__file__), "anakin_catch.py"))
     config.agent.meta_gradient.learn = ("gamma", "td_lambda")
     config.agent.meta_gradient.learning_rate = 3e-3
     return config

@@ -11,16 +11,14 @@ configs/sebulba_cartpole_impala.py: two actor threads of 16 environments,
 unroll length 20, separate 64-64 tanh policy and prediction torsos, Adam 5e-4.
 """
 
-from podracer import defaults
+import os
+
+from podracer import defaults, load_config
 
 
 def get_config():
-    config = defaults("learned_rule", architecture="sebulba")
-    config.env.name = "CartPole-v1"
-    config.envs_per_thread = 16
-    config.unroll_length = 20
-    config.total_steps = 500_000
-    config.policy_lag = 0
-    config.network.shared_torso = False
-    config.optimizer.learning_rate = 5e-4
+    config = load_config(os.path.join(os.path.dirname(__file__), "sebulba_cartpole_impala.py"))
+    config.agent = defaults(
+        "learned_rule", architecture="sebulba"
+    ).agent  # The run's settings are that config's; the agent is LPG's.
     return config

@@ -131,7 +131,7 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     chunk_axis = 1 if slices_gradients(config.network) else None
     if meta_gradient_rl.learns(config.agent):  # Some hyperparameters are learned by meta-gradients.
         learn = meta_gradient_rl.make_learn(config, loss_fn, optimizer, num_updates, chunk_axis)
-        agent = network_agent(config, optimizer, learn)
+        agent = network_agent(config, optimizer, learn, prediction_size)
         return dataclasses.replace(agent, init=meta_gradient_rl.with_meta_state(agent.init, config.agent))
 
     def learn(state: LearnerState, trajectory: Any, key: chex.PRNGKey, axis_name=None) -> tuple[LearnerState, dict]:

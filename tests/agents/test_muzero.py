@@ -158,8 +158,9 @@ def test_value_targets_bootstrap_from_given_values_at_steps_n_to_n_plus_k():
 def test_model_bootstrap_takes_the_current_models_values_without_their_gradient():
     params, drawn = tiny_model_params(), sample(5)
     observations = drawn.trajectory.timestep.observation[N : N + K + 1].reshape(-1, 2)
-    _, logits = muzero_model.predict(params, muzero_model.represent(params, observations))
-    model_values = support.to_scalar(logits).reshape(K + 1, S)
+    model_values = jax.jit(lambda p, o: support.to_scalar(muzero_model.predict(p, muzero_model.represent(p, o))[1]))(
+        params, observations
+    ).reshape(K + 1, S)
     # The same sample with the model's values stored as the search's: the loss and its gradient must match,
     # which they would not if the gradient flowed through the bootstrap values.
     stored = drawn.trajectory.extras["root_value"].at[N:].set(model_values)
@@ -167,12 +168,13 @@ def test_model_bootstrap_takes_the_current_models_values_without_their_gradient(
         trajectory=drawn.trajectory.replace(extras={**drawn.trajectory.extras, "root_value": stored})
     )
 
-    def loss_and_grad(config, sample):
-        return jax.value_and_grad(lambda p: muzero.loss(p, sample, config)[0])(params)
+    def loss_and_grad(config):  # Jitted: eager, the three calls take 4 s more.
+        return jax.jit(lambda sample: jax.value_and_grad(lambda p: muzero.loss(p, sample, config)[0])(params))
 
-    model_loss, model_grad = loss_and_grad(agent_config(value_bootstrap="model"), drawn)
-    search_loss, search_grad = loss_and_grad(agent_config(), as_stored)
-    unchanged_loss, _ = loss_and_grad(agent_config(), drawn)
+    model_loss, model_grad = loss_and_grad(agent_config(value_bootstrap="model"))(drawn)
+    search = loss_and_grad(agent_config())
+    search_loss, search_grad = search(as_stored)
+    unchanged_loss, _ = search(drawn)
     np.testing.assert_allclose(model_loss, search_loss, rtol=1e-5)
     assert abs(float(model_loss) - float(unchanged_loss)) > 1e-4  # The bootstrap does change the targets.
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), model_grad, search_grad)

@@ -100,14 +100,16 @@ def test_network_agents_normalize_identically_when_acting_and_learning():
     observation = trajectory.timestep.observation
     trajectory = trajectory.replace(timestep=trajectory.timestep.replace(observation=3.0 + 5.0 * observation))
     spec = specs.Array(observation.shape[2:], np.float32)
-    state = agent.init(jax.random.key(0), spec, specs.DiscreteArray(3))
+    state = jax.jit(lambda key: agent.init(key, spec, specs.DiscreteArray(3)))(jax.random.key(0))  # Eager: 3 s.
     learned, _ = jax.jit(agent.learn)(state, trajectory, jax.random.key(1))
 
     # The statistics now hold the trajectory's observations (all but the last timestep) and its returns.
     seen = np.asarray(trajectory.timestep.observation[:-1], np.float64).reshape(-1, spec.shape[0])
     np.testing.assert_allclose(learned.normalizers.observations.mean, seen.mean(0), rtol=1e-4, atol=1e-4)
     assert float(learned.normalizers.returns.count) > 0
-    expected_normalizers, _ = normalize(state.normalizers, trajectory, config.agent.gamma, None)
+    expected_normalizers, _ = jax.jit(lambda n, t: normalize(n, t, config.agent.gamma, None))(
+        state.normalizers, trajectory
+    )
     for a, b in zip(jax.tree.leaves(expected_normalizers), jax.tree.leaves(learned.normalizers), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
 

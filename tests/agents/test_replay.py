@@ -51,8 +51,9 @@ def test_samples_are_consecutive_steps_of_one_environment_that_the_buffer_still_
     added = rollouts * T
     held = range(max(0, added - ROW), added)  # The newest ROW steps of every environment; older ones are overwritten.
     starts = set()
+    sample_from = jax.jit(lambda state, key: replay.sample(buffer, state, key, importance_exponent=0.4))
     for seed in range(20):
-        sample = replay.sample(buffer, state, jax.random.key(seed), importance_exponent=0.4)
+        sample = sample_from(state, jax.random.key(seed))
         ids = np.asarray(sample.trajectory.timestep.observation[..., 0])  # [L, S]
         assert ids.shape == (sequence, 64)
         assert sample.trajectory.action.shape == (sequence - 1, 64)
@@ -79,11 +80,12 @@ def test_prioritised_sampling_follows_priority_to_the_exponent():
     config = agent_config(prioritised=True, priority_exponent=alpha, batch_size=4096)
     buffer = replay.make_buffer(config, B, 2)
     state = filled(buffer, 2)  # 8 steps per row: 7 sequences of 2 per environment.
-    first = replay.sample(buffer, state, jax.random.key(0), importance_exponent=0.4)
+    sample_from = jax.jit(lambda state, key: replay.sample(buffer, state, key, importance_exponent=0.4))
+    first = sample_from(state, jax.random.key(0))
     indices = np.unique(np.asarray(first.indices))
     priorities = np.arange(1, len(indices) + 1, dtype=np.float32) ** 2
     state = replay.set_priorities(buffer, state, jnp.asarray(indices), jnp.asarray(priorities))
-    sample = replay.sample(buffer, state, jax.random.key(1), importance_exponent=0.4)
+    sample = sample_from(state, jax.random.key(1))
     drawn = np.asarray(sample.indices)
     counts = np.array([(drawn == i).sum() for i in indices])
     expected = priorities**alpha / np.sum(priorities**alpha)

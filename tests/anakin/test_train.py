@@ -42,7 +42,8 @@ def test_ppo_learns_cartpole_with_cleanrl_hyperparameters():
 
 @pytest.mark.slow
 def test_actor_critic_learns_four_rooms():
-    history = podracer.train(load_config("anakin_gridworld", total_steps=1_536_000)).history
+    # 200 updates: returns are 0.98 from about 570K steps and episodes under 20 steps from 800K (16 at the end).
+    history = podracer.train(load_config("anakin_gridworld", total_steps=1_024_000)).history
     # Over the first 200 steps of each environment (10 updates), a random walk rarely finds the goal in 100 steps.
     early = [record for record in history if record["step"] <= 256 * 200]
     lengths = sum(record["mean_episode_length"] * record["episodes"] for record in early if record["episodes"])

@@ -107,7 +107,8 @@ def anakin(network: dict, seed: int) -> float:
 
 
 def sebulba(network: dict, seed: int) -> float:
-    overrides = {**network, "envs_per_thread": 32, "unroll_length": 16, "total_steps": 32 * 16 * 2 * 80}
+    # 60 updates: seed 0's LSTM scores 0.90 in the window to 40,960 steps, 0.98 to 51,200, 1.0 to the end (61,440).
+    overrides = {**network, "envs_per_thread": 32, "unroll_length": 16, "total_steps": 32 * 16 * 2 * 60}
     config = load_config("sebulba_cartpole_impala", {**overrides, "optimizer.learning_rate": 3e-3}, seed=seed)
     config.actor_device_ids, config.learner_device_ids = (0,), (1,)
     return recent_return(podracer.train(config, env=HostRecall).history)
