@@ -16,9 +16,11 @@ One meta-update (Algorithm 1 of the paper, truncated):
   differentiated through the K updates by `meta_gradient.meta_gradient`;
 - the meta-gradient averaged over the members and the devices
   (`collectives.mean`), and an optimiser step (Adam) on eta;
-- lifetimes: a member whose lifetime (inner updates, drawn per lifetime from a
-  range, as in the paper) has run out is re-initialised (parameters and
-  optimiser state) on a newly drawn layout of its environment.
+- lifetimes: at each meta-update's start, a member whose lifetime (inner
+  updates, drawn per lifetime from a range, as in the paper) has run out is
+  re-initialised (parameters and optimiser state) on a newly drawn layout of
+  its environment; the initial members are such, so the first meta-update
+  starts them.
 
 The validation unroll starts where the K updates left the environments, with
 the keys they left: the next meta-update's first unroll replays it exactly.
@@ -188,16 +190,19 @@ def make_meta_update(
     gradient = meta_gradient.meta_gradient(inner_update, outer_loss)
 
     def meta_update(state: MetaState) -> tuple[MetaState, dict]:
-        anakin_states = tuple(member.anakin for member in state.members)
+        agent = agent_for(state.meta_params)
+        members = tuple(
+            renew_ended(family, agent, settings, member) for family, member in zip(families, state.members, strict=True)
+        )
+        anakin_states = tuple(member.anakin for member in members)
         steps = jnp.zeros(settings.inner_updates)  # The K batches: each update unrolls its own data.
         grads, (anakin_states, aux, inner) = gradient(state.meta_params, anakin_states, steps, None)
         grads = collectives.mean(grads, DEVICE_AXIS)
         updates, meta_opt_state = meta_optimizer.update(grads, state.meta_opt_state, state.meta_params)
         meta_params = optax.apply_updates(state.meta_params, updates)
-        agent = agent_for(meta_params)
         members = tuple(
-            next_lifetimes(family, agent, settings, member, anakin)
-            for family, member, anakin in zip(families, state.members, anakin_states, strict=True)
+            member.replace(anakin=anakin, age=member.age + settings.inner_updates)
+            for member, anakin in zip(members, anakin_states, strict=True)
         )
         outputs = summary(families, aux, inner, grads)
         return MetaState(meta_params, meta_opt_state, members), outputs
@@ -205,9 +210,9 @@ def make_meta_update(
     return meta_update
 
 
-def next_lifetimes(family: Family, agent: Agent, settings: Settings, member: Member, anakin: AnakinState) -> Member:
-    """The members after a meta-update: aged by K, and those whose lifetime ended started afresh."""
-    member = member.replace(anakin=anakin, age=member.age + settings.inner_updates)
+def renew_ended(family: Family, agent: Agent, settings: Settings, member: Member) -> Member:
+    """The members at a meta-update's start: those whose lifetime has ended (all of them in `make_init`'s state)
+    started afresh (`start_members`), the others as they were."""
     ended = member.age >= member.lifetime
 
     def renew(member):
@@ -236,13 +241,18 @@ def state_specs(state: MetaState) -> MetaState:
 
 
 def make_init(families, agent: Agent, meta_optimizer, settings: Settings, mesh: Mesh):
-    """`init(key) -> MetaState`, compiled to place the state on the mesh (`state_specs`)."""
+    """`init(key) -> MetaState`, compiled to place the state on the mesh (`state_specs`).
+
+    Its members are placeholders whose lifetime has ended (zeros, each with
+    its own key): the first meta-update starts them (`renew_ended`), so the
+    program that starts a lifetime is compiled once, inside the dispatch.
+    """
 
     def init(key):
         rule_key, *family_keys = jax.random.split(key, 1 + len(families))
         meta_params = lpg_rule.init_rule(rule_key, settings.rule)
         members = tuple(
-            start_members(family, agent, settings, jax.random.split(family_key, family.members))
+            ended_members(family, agent, settings, jax.random.split(family_key, family.members))
             for family, family_key in zip(families, family_keys, strict=True)
         )
         return MetaState(meta_params, meta_optimizer.init(meta_params), members)
@@ -251,13 +261,26 @@ def make_init(families, agent: Agent, meta_optimizer, settings: Settings, mesh: 
     return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs))
 
 
+def ended_members(family: Family, agent: Agent, settings: Settings, keys: chex.PRNGKey) -> Member:
+    """Members `[n]` of `start_members`' shapes, all zeros (keys: `keys[0]`'s), but their own `key`s: ended."""
+    shapes = jax.eval_shape(lambda keys: start_members(family, agent, settings, keys), keys)
+
+    def zeros(leaf):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            return jnp.broadcast_to(keys[0], leaf.shape)
+        return jnp.zeros(leaf.shape, leaf.dtype)
+
+    return jax.tree.map(zeros, shapes).replace(key=keys)
+
+
 def make_dispatch(families, agent_for, meta_optimizer, settings: Settings, mesh: Mesh, updates_per_dispatch: int):
     """`dispatch(state, updates) -> (state, outputs)`: `updates` (1 to U) meta-updates, outputs stacked over U slots.
 
     The number of meta-updates is an argument, so a shorter last dispatch needs
     no other program. The input state's buffers are donated.
     """
-    meta_update = make_meta_update(families, agent_for, meta_optimizer, settings, mesh.size)
+    # Jitted so that its trace for `eval_shape` (the outputs' slots) is the loop's too: traced once, not twice.
+    meta_update = jax.jit(make_meta_update(families, agent_for, meta_optimizer, settings, mesh.size))
 
     def on_device(state, updates):
         slots = jax.tree.map(
