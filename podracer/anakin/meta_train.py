@@ -191,9 +191,7 @@ def make_meta_update(
 
     def meta_update(state: MetaState) -> tuple[MetaState, dict]:
         agent = agent_for(state.meta_params)
-        members = tuple(
-            renew_ended(family, agent, settings, member) for family, member in zip(families, state.members, strict=True)
-        )
+        members = [renew_ended(f, agent, settings, m) for f, m in zip(families, state.members, strict=True)]
         anakin_states = tuple(member.anakin for member in members)
         steps = jnp.zeros(settings.inner_updates)  # The K batches: each update unrolls its own data.
         grads, (anakin_states, aux, inner) = gradient(state.meta_params, anakin_states, steps, None)
