@@ -242,6 +242,28 @@ def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, dev
         assert not outcome["workdir_exists"], args
 
 
+META = "configs/anakin_lpg_gridworlds.py"
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--config.meta.lifetime=(80,40)"], ["config.meta.lifetime", "low <= high"]),
+        (["--config.meta.inner_updates=0"], ["config.meta.inner_updates", ">= 1"]),
+        (['--config.meta.environments=(("lpg_tabular",{"variant":"huge"},2),)'], ["config.meta.environments", "huge"]),
+        (['--config.meta.environments=(("pong",{},2),)'], ["config.meta.environments", "pong"]),
+    ],
+)
+def test_meta_train_bad_input_is_exit_2_naming_the_field(tmp_path, capsys, args, words):
+    from podracer import cli
+
+    assert cli.run(["meta-train", "--config", META, "--workdir", str(tmp_path / "run"), *args]) == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.startswith("podracer meta-train: error:"), message
+    assert all(word in message for word in words), message
+    assert not (tmp_path / "run").exists()
+
+
 def test_missing_config_file_and_unknown_command_exit_2():
     assert run_cli("train", "--config", "configs/nope.py").returncode == 2
     assert run_cli("train").returncode == 2
@@ -263,5 +285,10 @@ def test_every_config_file_is_valid(path, saved_rule):
     name = os.path.splitext(os.path.basename(path))[0]
     given = {"agent.rule_checkpoint": saved_rule} if "learned_rule" in name else {}
     config = load_config(name, given)  # A learned rule's folder must be given on the command line.
-    podracer.validate_config(config)
+    if "meta" in config:  # A meta-training config, for podracer meta-train.
+        from podracer.experiment.meta_train import validate
+
+        validate(config)
+    else:
+        podracer.validate_config(config)
     assert config.is_locked  # Loaded configs refuse new fields; a typo is an error, not a silent no-op.

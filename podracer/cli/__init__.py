@@ -20,11 +20,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from podracer.cli import bench, configs, evaluate, export, plot, train
+from podracer.cli import bench, configs, evaluate, export, meta_train, plot, train
 from podracer.cli.common import EXIT_USAGE, CommandLineError, Parser, report, split_overrides
 from podracer.runtime import host_memory
 
-COMMANDS = (train, evaluate, export, configs, plot, bench)  # Each has `register(commands)`.
+COMMANDS = (train, meta_train, evaluate, export, configs, plot, bench)  # Each has `register(commands)`.
 
 
 def build_parser() -> Parser:

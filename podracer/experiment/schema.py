@@ -91,6 +91,8 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     config must have the fields of `defaults(agent, architecture)` and no
     others (a field misspelt in a config file, say), except `env.kwargs`.
     """
+    if "meta" in config:  # podracer.experiment.meta_train's.
+        raise ConfigError("meta", "makes this a meta-training config", "run it with podracer meta-train --config FILE")
     field_checks.choice(config, "architecture", ARCHITECTURES)
     if agent_from_config:
         field_checks.choice(config, "agent.name", agents.names())
@@ -153,7 +155,7 @@ def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
 
 def _validate_agent(config: ConfigDict) -> None:
     """The network, optimiser and agent fields: what the agent is built from."""
-    _validate_network_and_optimizer(config)
+    validate_network_and_optimizer(config)
     validate_agent = agents.lookup(config.agent.name).validate
     if validate_agent:
         validate_agent(config)
@@ -180,7 +182,7 @@ def _has_field(config: ConfigDict, field: str) -> bool:
     return True
 
 
-def _validate_network_and_optimizer(config: ConfigDict) -> None:
+def validate_network_and_optimizer(config: ConfigDict) -> None:
     field_checks.choice(config, "network.torso", TORSOS)
     field_checks.choice(config, "network.activation", ACTIVATIONS)
     field_checks.integers(config, "network.hidden_sizes", at_least=1, example="(64, 64)")

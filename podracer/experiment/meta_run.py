@@ -1,0 +1,131 @@
+"""The host loop of `podracer meta-train`: build and compile once, then dispatch, record, checkpoint, save the rule.
+
+The config and the program are `podracer.experiment.meta_train`'s and
+`podracer.anakin.meta_train`'s. Everything between two records happens in
+one compiled program; the state (meta-network, its optimiser, every member
+with its environments and keys) is checkpointed whole, so a resumed run goes
+on bitwise as if it had not stopped.
+"""
+
+import dataclasses
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+
+import jax
+import numpy as np
+from ml_collections import ConfigDict
+
+from podracer.agents import rule_checkpoint
+from podracer.anakin import meta_train as program
+from podracer.envs.episodes import Completed
+from podracer.experiment import meta_train as meta_config
+from podracer.run import budget, workdir_lock
+from podracer.run.checkpoints import Checkpointer, agree
+from podracer.run.contract import Callback, RunLog, episode_summary
+from podracer.run.stopping import StoppedBySignal, stop_signals
+from podracer.runtime import distributed
+from podracer.runtime.device_split import anakin_devices
+from podracer.runtime.topology import device_mesh
+
+
+@dataclasses.dataclass
+class MetaRun:
+    settings: program.Settings
+    families: tuple[program.Family, ...]
+    state: program.MetaState
+    dispatch: Callable  # Compiled: (state, updates) -> (state, outputs).
+    steps_per_update: int  # Inner environment steps per meta-update, over every member.
+    update: int = 0  # Meta-updates done.
+
+
+def meta_train(config: ConfigDict, *, workdir: str | None = None, callbacks: Sequence[Callback] = ()) -> list[dict]:
+    """Meta-trains the rule `config` describes; returns the records. With `workdir`: logs, checkpoints, `rule/`.
+
+    Raises `ConfigError` naming the field before anything is compiled or written.
+    """
+    meta_config.validate(config)
+    distributed.start(config)
+    with workdir_lock.hold(workdir):
+        started = time.perf_counter()
+        checkpointer = Checkpointer(workdir, config)
+        try:
+            run = build(config)
+            resumed = None
+            if (restored := checkpointer.restore(run.state)) is not None:
+                run.state, resumed = restored
+                run.update = resumed["update"]
+            total_steps = config.meta.updates * run.steps_per_update
+            log = RunLog(workdir, config, total_steps, callbacks, started, resumed)
+            try:
+                dispatch_until_done(config, run, log, checkpointer, workdir)
+            finally:
+                log.close()
+        finally:
+            checkpointer.close()
+    return log.history
+
+
+def build(config: ConfigDict) -> MetaRun:
+    """The mesh, the families, the initial state and the compiled dispatch."""
+    mesh = device_mesh(anakin_devices(config))
+    families = meta_config.families(config, mesh.size)  # Members a multiple of the devices, found before compiling.
+    run_settings = meta_config.settings(config)
+    agent_for = meta_config.rule_agent(config, run_settings)
+    meta_optimizer = meta_config.meta_optimizer(config)
+    init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)  # Only its init is used.
+    key = jax.random.key(config.seed)
+    abstract = init.eval_shape(key)
+    per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)
+    dispatch = program.make_dispatch(families, agent_for, meta_optimizer, run_settings, mesh, per_dispatch)
+    dispatch = dispatch.lower(abstract, np.int32(per_dispatch)).compile()
+    members = sum(family.members for family in families)
+    steps = run_settings.inner_updates * config.unroll_length * run_settings.envs_per_member * members
+    return MetaRun(run_settings, families, init(key), dispatch, steps)
+
+
+def dispatch_until_done(config: ConfigDict, run: MetaRun, log: RunLog, checkpointer: Checkpointer, workdir) -> None:
+    """Dispatches until `meta.updates`; records each dispatch, checkpoints (and writes the rule) when due and at the end.
+
+    SIGINT and SIGTERM stop the run after the dispatch under way and its checkpoint (`StoppedBySignal`).
+    """
+    total, per_dispatch = config.meta.updates, config.meta.updates_per_dispatch
+    stop_requests: list[int] = []
+    with stop_signals(stop_requests.append):
+        last_time = time.perf_counter()
+        while run.update < total:
+            updates = budget.next_stretch(run.update, total, per_dispatch)
+            run.state, outputs = run.dispatch(run.state, np.int32(updates))
+            outputs = jax.tree.map(lambda x: x[:updates], jax.device_get(outputs))
+            run.update += updates
+            record = make_record(run.update, run.update * run.steps_per_update, outputs)
+            record["steps_per_second"] = updates * run.steps_per_update / (time.perf_counter() - last_time)
+            log.report(record, run.state)
+            save, stop, _ = agree(checkpointer.due(run.update) or run.update >= total, bool(stop_requests))
+            if save:
+                meta = {"step": record["step"], "wall_seconds": record["wall_seconds"]}
+                checkpointer.save(run.update, run.state, meta)
+                if workdir and jax.process_index() == 0:
+                    save_rule(os.path.join(workdir, meta_config.RULE_FOLDER), run)
+            if stop:
+                signal_number = stop_requests[0] if stop_requests else signal.SIGTERM
+                raise StoppedBySignal(signal_number, f"the dispatch under way finished, {checkpointer.where()}")
+            last_time = time.perf_counter()
+
+
+def save_rule(path: str, run: MetaRun) -> None:
+    """The meta-network, as `learned_rule` loads it (`rule_checkpoint`)."""
+    rule_checkpoint.save_rule(path, run.state.meta_params, run.settings.rule)
+
+
+def make_record(update: int, step: int, outputs: dict) -> dict:
+    """A dispatch's record: the meta-loss and its terms averaged over its meta-updates, the episodes pooled over its
+    families (`mean_episode_return`) and each family's mean return (`return/LABEL`)."""
+    record = {"step": step, "meta_update": update}
+    record.update({name: float(np.mean(value)) for name, value in outputs["scalars"].items()})
+    pooled = [Completed(*(np.sum(x) for x in completed)) for completed in outputs["episodes"].values()]
+    record.update(episode_summary(Completed(*(sum(parts) for parts in zip(*pooled, strict=True)))))
+    for label, completed in zip(outputs["episodes"], pooled, strict=True):
+        record[f"return/{label}"] = episode_summary(completed)["mean_episode_return"]
+    return record
