@@ -8,11 +8,9 @@ writes the meta-network to WORKDIR/rule at every checkpoint.
 """
 
 import argparse
-import sys
 
-from podracer.cli.common import Commands, add_command, add_overrides, report
-from podracer.cli.train import check_workdir
-from podracer.config.errors import UsageError
+from podracer.cli.common import Commands, add_command, add_overrides
+from podracer.cli.train import load_and_run
 
 
 def register(commands: Commands) -> None:
@@ -41,28 +39,15 @@ def register(commands: Commands) -> None:
 
 def meta_train(args: argparse.Namespace) -> int:
     """Meta-trains `args.config` with `args.overrides`; the exit status."""
-    try:
-        check_workdir(args.workdir)
-    except UsageError as error:
-        return report(args.prog, error)
 
-    from podracer.config.errors import ConfigError
-    from podracer.config.loading import load
-    from podracer.experiment.meta_run import meta_train as run
-    from podracer.run.progress import ProgressBar
-    from podracer.run.stopping import StoppedBySignal
+    def run(config, **kwargs):
+        from podracer.experiment.meta_run import meta_train as meta_run  # Here: a bad command line needs no JAX.
 
-    try:
-        config = load(args.config, args.overrides)
-    except (ValueError, OSError) as error:  # ConfigError and ConfigFileError included.
-        return report(args.prog, error)
-    try:
-        history = run(config, workdir=args.workdir, callbacks=[ProgressBar()] if args.progress else [])
-    except ConfigError as error:
-        return report(args.prog, error)
-    except StoppedBySignal as error:
-        print(f"{args.prog}: {error}", file=sys.stderr)
-        return 128 + error.signal_number
+        return meta_run(config, **kwargs)
+
+    history, code = load_and_run(args, run)
+    if code is not None:
+        return code
     last = history[-1]
     print(
         f"done: {last['meta_update']} meta-updates, {last['step']:,} agent steps, meta-loss {last['meta_loss']:.4f}, "

@@ -15,6 +15,8 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 from podracer.cli.common import EXIT_FAILURE, Commands, add_command, add_overrides, report
 from podracer.config.errors import UsageError, count
@@ -46,37 +48,26 @@ def register(commands: Commands) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Trains the config `args.config` with `args.overrides`; the exit status."""
-    try:
-        check_workdir(args.workdir)
-    except UsageError as error:
-        return report(args.prog, error)
 
-    # Imported here, so a malformed command line is reported without loading JAX.
+    def run(config, **kwargs):
+        from podracer.experiment.train import train as train_run  # Here, so a bad workdir is reported without JAX.
+
+        return train_run(config, **kwargs)
+
+    def failures() -> tuple:
+        from podracer.run.disk_full import DiskFull
+        from podracer.run.finite import NonFiniteError
+        from podracer.sebulba.train import ThreadFailed
+
+        return ThreadFailed, NonFiniteError, DiskFull
+
+    result, code = load_and_run(args, run, failures)
+    if code is not None:
+        return code
     import jax
 
-    from podracer.config.errors import ConfigError
-    from podracer.config.loading import load
-    from podracer.experiment.train import train as train_run
     from podracer.run.contract import recent_return
-    from podracer.run.disk_full import DiskFull
-    from podracer.run.finite import NonFiniteError
-    from podracer.run.progress import ProgressBar
-    from podracer.run.stopping import StoppedBySignal
-    from podracer.sebulba.train import ThreadFailed
 
-    try:
-        config = load(args.config, args.overrides)
-    except (ValueError, OSError) as error:  # ConfigError and ConfigFileError included.
-        return report(args.prog, error)
-    try:
-        result = train_run(config, workdir=args.workdir, callbacks=[ProgressBar()] if args.progress else [])
-    except ConfigError as error:
-        return report(args.prog, error)
-    except (ThreadFailed, NonFiniteError, DiskFull) as error:
-        return report(args.prog, error, EXIT_FAILURE)
-    except StoppedBySignal as error:
-        print(f"{args.prog}: {error}", file=sys.stderr)
-        return 128 + error.signal_number
     if jax.process_index() == 0:
         print(
             f"done: {result.steps:,} steps on {count(jax.device_count(), 'device')} in "
@@ -86,6 +77,42 @@ def train(args: argparse.Namespace) -> int:
             + (f"; logs in {args.workdir}" if args.workdir else "")
         )
     return 0
+
+
+def load_and_run(
+    args: argparse.Namespace, run: Callable, failures: Callable[[], tuple] = tuple
+) -> tuple[Any, int | None]:
+    """`(run(config, workdir=, callbacks=), None)` for the config `args.config` with `args.overrides`, or `(None, the
+    exit status)` where it failed: 2 for a bad workdir or config, 1 for an error of the types `failures()` names
+    (imported only once the workdir is checked), 128 + N for signal N.
+
+    What `podracer train` and `podracer meta-train` share: the checks before
+    anything compiles, the progress bar, and the exits.
+    """
+    try:
+        check_workdir(args.workdir)
+    except UsageError as error:
+        return None, report(args.prog, error)
+
+    from podracer.config.errors import ConfigError  # Imported here, so a malformed command line is reported fast.
+    from podracer.config.loading import load
+    from podracer.run.progress import ProgressBar
+    from podracer.run.stopping import StoppedBySignal
+
+    try:
+        config = load(args.config, args.overrides)
+    except (ValueError, OSError) as error:  # ConfigError and ConfigFileError included.
+        return None, report(args.prog, error)
+    failing = failures()
+    try:
+        return run(config, workdir=args.workdir, callbacks=[ProgressBar()] if args.progress else []), None
+    except ConfigError as error:
+        return None, report(args.prog, error)
+    except failing as error:
+        return None, report(args.prog, error, EXIT_FAILURE)
+    except StoppedBySignal as error:
+        print(f"{args.prog}: {error}", file=sys.stderr)
+        return None, 128 + error.signal_number
 
 
 def check_workdir(workdir: str | None) -> None:
