@@ -1,8 +1,8 @@
 """The figures of a benchmark, one PNG each: what `podracer bench` measured, drawn from its rows.
 
 Every point is its median with a bar from the smallest to the largest
-repetition. 4a, 4c's replicas and the population's total also draw linear
-scaling from their first point (dashed); the evaluation figure writes each
+repetition. 4a, 4c's replicas, the population's and meta-training's totals also
+draw linear scaling from their first point (dashed); the evaluation figure writes each
 frequency's cost against no evaluation over its bar. matplotlib comes through
 `podracer.plot` (the `plot` extra).
 """
@@ -26,6 +26,7 @@ FILE_NAMES = {
     "population": "population.png",
     "muzero": "muzero.png",
     "evaluation": "evaluation.png",
+    "meta": "meta.png",
 }
 PANEL_INCHES = (5.5, 4.0)
 
@@ -166,13 +167,23 @@ def suites(rows: Sequence[Row]) -> Any:
 
 
 def population(rows: Sequence[Row]) -> Any:
-    """Total steps/s against a population's members, with linear from one member; and each member's steps/s."""
+    """Total steps/s against a population's members, with linear from the fewest; and each member's steps/s."""
+    return _members(rows, f"Anakin populations, {_subject(rows)}")
+
+
+def meta_training(rows: Sequence[Row]) -> Any:
+    """LPG meta-training's inner steps/s against its members, with linear from the fewest; and each member's."""
+    return _members(rows, f"LPG meta-training's inner environment steps, {_subject(rows)}")
+
+
+def _members(rows: Sequence[Row], title: str) -> Any:
+    """Total steps/s against the members, with linear scaling from the first point (dashed); and per member."""
     points = sorted(rows, key=lambda row: row.members)
     members = [row.members for row in points]
     figure, (total, each) = _panels(2)
     line = _errorbar(total, members, points, label=None)
-    if members[0] == 1:
-        total.plot(members, [points[0].median * m for m in members], "--", color=line[0].get_color(), alpha=0.5)
+    linear = [points[0].median * m / members[0] for m in members]
+    total.plot(members, linear, "--", color=line[0].get_color(), alpha=0.5)
     _errorbar(each, members, [per_member(row) for row in points], label=None)
     for ax in (total, each):
         ax.set_xscale("log", base=2)
@@ -184,7 +195,7 @@ def population(rows: Sequence[Row]) -> Any:
     total.set_title("total (dashed: linear)")
     each.set_ylabel(f"{points[0].unit} per member")
     each.set_title("per member")
-    return _finish(figure, f"Anakin populations, {_subject(points)}")
+    return _finish(figure, title)
 
 
 def evaluation_cost(rows: Sequence[Row]) -> Any:
@@ -223,6 +234,7 @@ CHARTS: dict[str, Callable[[Sequence[Row]], Any]] = {
     "population": population,
     "muzero": muzero,
     "evaluation": evaluation_cost,
+    "meta": meta_training,
 }
 
 

@@ -1,7 +1,7 @@
 """`podracer bench`: measure the Podracer paper's Figure 4 on this machine, and write a CSV, a table and figures.
 
 The points of each figure are planned (`anakin_scaling`, `sebulba`,
-`pipeline`, `suites`, `population`, `muzero`, `evaluation`), measured in fresh processes
+`pipeline`, `suites`, `population`, `muzero`, `evaluation`, `meta_training`), measured in fresh processes
 grouped by device setup (`launch`), and written to the `--out` folder:
 bench.csv, bench.md and a PNG per figure. The options and their checks are
 `command_line`'s, done before anything here runs.
@@ -18,6 +18,7 @@ from podracer.bench import (
     evaluation,
     launch,
     machine,
+    meta_training,
     muzero,
     pipeline,
     population,
@@ -43,6 +44,7 @@ PLANS = {
     "population": population.plan,
     "muzero": muzero.plan,
     "evaluation": evaluation.plan,
+    "meta": meta_training.plan,
 }
 
 

@@ -26,6 +26,7 @@ FIGURES = {
     "population": "Anakin's total steps/s against the members of a population",
     "muzero": "MuZero on Sebulba: devices, replicas and simulations",
     "evaluation": "training steps/s without periodic evaluation, and evaluating every 10 records and every record",
+    "meta": "LPG meta-training's inner environment steps/s against the members of its population",
 }
 DEFAULT_FIGURES = ("4a", "4b", "4c", "pipeline")
 SEBULBA_ENVS = ("pong", "cartpole")

@@ -1,7 +1,7 @@
 """What a benchmark passes along: what to measure and where (`Point`), and what came out (`Row`).
 
 A `Point` is one point of one figure: the measurement (`AnakinRun`,
-`SebulbaRun` or `EnvpoolRun`, each plain data that travels as JSON to the
+`SebulbaRun`, `EnvpoolRun` or `MetaTrainRun`, each plain data that travels as JSON to the
 process that makes it), the `Launch` of that process, and the columns that
 describe the point (its environment, network, swept values). Points with the
 same `Launch` are measured in one process, one after another. A `Row` is a
@@ -52,8 +52,22 @@ class EnvpoolRun:
     steps: int
 
 
-Task = AnakinRun | SebulbaRun | EnvpoolRun
-TASK_KINDS: dict[str, type] = {"anakin": AnakinRun, "sebulba": SebulbaRun, "envpool": EnvpoolRun}
+@dataclasses.dataclass(frozen=True)
+class MetaTrainRun:
+    """Meta-train `config` with `overrides` (`podracer meta-train`'s run, not `train`'s); the rate is the median inner
+    environment steps/s over every member, after the first dispatch, as `AnakinRun`'s."""
+
+    config: str
+    overrides: Mapping[str, Any]
+
+
+Task = AnakinRun | SebulbaRun | EnvpoolRun | MetaTrainRun
+TASK_KINDS: dict[str, type] = {
+    "anakin": AnakinRun,
+    "sebulba": SebulbaRun,
+    "envpool": EnvpoolRun,
+    "meta_train": MetaTrainRun,
+}
 
 
 def task_to_json(task: Task) -> dict:
@@ -102,7 +116,7 @@ SWEPT = {
 class Point:
     """One point of one figure, before it is measured."""
 
-    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population, muzero, evaluation.
+    figure: str  # The --figures name: 4a, 4b, 4c, pipeline, suites, population, muzero, evaluation, meta.
     sweep: str  # What the figure varies at this point: one of SWEPT.
     benchmark: str  # The config's name (configs/NAME.py), or envpool_random_actions.
     launch: Launch
@@ -129,7 +143,7 @@ class Row:
     actor_devices: int | None = None
     learner_devices: int | None = None
     replicas: int = 1
-    members: int | None = None  # A population's members (Anakin), whose total the rates are.
+    members: int | None = None  # A population's members (Anakin, meta-training), whose total the rates are.
     actor_threads: int | None = None  # Per actor device (Sebulba), or stepping threads (envpool alone).
     envs_per_thread: int | None = None
     unroll_length: int | None = None

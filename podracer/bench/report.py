@@ -44,7 +44,8 @@ def markdown(rows: Sequence[Row], machine: Machine) -> str:
         f"GLIBC_TUNABLES {machine.glibc_tunables or '(unset)'}. Rates are steady-state (compilation and "
         "warm-up left out): the median of the repeats, with their smallest and largest. Frames are agent steps "
         "times Atari's frame skip of 4 (one per step elsewhere). A population's rates are the total over its "
-        "members; per member is its median over their number. Efficiency: figure 4a FPS(n) / (n FPS(1)); "
+        "members; per member is its median over their number (meta-training's: its agents' inner environment steps). "
+        "Efficiency: figure 4a FPS(n) / (n FPS(1)); "
         "pipeline, Sebulba over envpool alone; evaluation, the rate over the rate without evaluation (these rates "
         "are over the wall time between log records, evaluations included), and evaluating is the share of that "
         "time the evaluations took in each run (median).",

@@ -20,8 +20,9 @@ import jax
 
 from podracer.bench import configs, steady
 from podracer.bench.envpool_raw import envpool_frames_per_second
-from podracer.bench.records import AnakinRun, EnvpoolRun, SebulbaRun, Task, task_from_json
+from podracer.bench.records import AnakinRun, EnvpoolRun, MetaTrainRun, SebulbaRun, Task, task_from_json
 from podracer.config.loading import load
+from podracer.experiment.meta_run import meta_train
 from podracer.experiment.train import train
 
 
@@ -30,6 +31,8 @@ def rate(task: Task) -> tuple[float, str, float | None]:
     if isinstance(task, EnvpoolRun):
         return envpool_frames_per_second(task.env, task.steps, task.threads, task.envs_per_thread), "frames/s", None
     config = load(task.config, task.overrides)
+    if isinstance(task, MetaTrainRun):
+        return steady.anakin_rate(meta_train(config)), unit(task), None
     history = train(config).history
     warmup = task.warmup if isinstance(task, SebulbaRun) else 1
     if task.wall_clock:
@@ -41,8 +44,9 @@ def rate(task: Task) -> tuple[float, str, float | None]:
 
 
 def unit(task: Task) -> str:
-    """Anakin's rates are steps/s; Sebulba's and envpool's frames/s (agent steps times Atari's frame skip)."""
-    return "steps/s" if isinstance(task, AnakinRun) else "frames/s"
+    """Anakin's and meta-training's rates are steps/s; Sebulba's and envpool's frames/s (agent steps times Atari's
+    frame skip)."""
+    return "steps/s" if isinstance(task, AnakinRun | MetaTrainRun) else "frames/s"
 
 
 def measure(tasks: Sequence[Task], repeats: int) -> list[dict]:

@@ -25,6 +25,12 @@ def population_row(members: int, median: float) -> Row:
     return catch_row("population", "members", 2, median, members=members, num_envs=512)
 
 
+def meta_row(members: int, median: float) -> Row:
+    """A meta-training figure's row of `members` LPG agents on 2 devices, 4 environments each."""
+    fields = {"benchmark": "anakin_lpg_gridworlds", "env": "lpg_tabular+lpg_delayed_chain", "network": "mlp(32)"}
+    return catch_row("meta", "members", 2, median, members=members, num_envs=4, **fields)
+
+
 def muzero_row(sweep: str, median: float, **columns) -> Row:
     """A MuZero figure's row of Sebulba CartPole, 1 actor + 1 learner device unless `columns` say otherwise."""
     fields = {

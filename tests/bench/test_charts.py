@@ -6,7 +6,7 @@ import pytest
 
 from podracer import plot
 from podracer.bench import charts, command, evaluation
-from tests.bench.rows import evaluation_row, muzero_row, population_row
+from tests.bench.rows import evaluation_row, meta_row, muzero_row, population_row
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -33,6 +33,19 @@ def test_the_population_chart_is_written_as_a_png(tmp_path):
     charts.draw("population", [population_row(1, 500_000.0), population_row(8, 600_000.0)], str(path))
     data = path.read_bytes()
     assert data[:8] == PNG_SIGNATURE and 10_000 < len(data) < 2_000_000
+
+
+def test_the_meta_training_chart_draws_linear_from_its_fewest_members_and_the_rate_per_member():
+    rows = [meta_row(64, 120_000.0), meta_row(16, 40_000.0), meta_row(256, 160_000.0)]
+    figure = charts.meta_training(rows)  # In any order.
+    total, each = figure.axes
+    measured, linear = total.lines[0], total.lines[-1]
+    assert list(measured.get_xdata()) == [16, 64, 256] and list(measured.get_ydata()) == [40_000, 120_000, 160_000]
+    assert list(linear.get_ydata()) == [40_000, 160_000, 640_000]  # Dashed: 16 members' rate times M / 16.
+    assert list(each.lines[0].get_ydata()) == pytest.approx([2_500, 1_875, 625])
+    assert "4 envs each, 2 devices" in each.get_xlabel()
+    assert figure.get_suptitle().startswith("LPG meta-training's inner environment steps")
+    plot.pyplot().close(figure)
 
 
 def test_the_muzero_chart_draws_the_device_split_the_replicas_and_the_simulations():

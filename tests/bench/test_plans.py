@@ -2,7 +2,18 @@
 
 import pytest
 
-from podracer.bench import anakin_scaling, configs, evaluation, launch, muzero, pipeline, population, sebulba, suites
+from podracer.bench import (
+    anakin_scaling,
+    configs,
+    evaluation,
+    launch,
+    meta_training,
+    muzero,
+    pipeline,
+    population,
+    sebulba,
+    suites,
+)
 from podracer.bench.records import EnvpoolRun, Launch, Setup, task_from_json, task_to_json
 
 CPU_QUICK = Setup(quick=True, forced_cpu=True, max_devices=2, sebulba_env="cartpole")
@@ -133,8 +144,47 @@ def test_only_population_points_have_members():
 
 def test_tasks_travel_as_json():
     points = [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population.plan(CPU_FULL)]
-    for point in points + evaluation.plan(CPU_QUICK):
+    for point in points + evaluation.plan(CPU_QUICK) + meta_training.plan(CPU_FULL):
         assert task_from_json(task_to_json(point.task)) == point.task
+
+
+def test_meta_training_scales_every_entrys_members_on_the_configs_two_devices_in_one_process():
+    points = meta_training.plan(CPU_FULL)
+    assert [p.label() for p in points] == [f"meta anakin_lpg_gridworlds members={m}" for m in (16, 64, 256)]
+    assert {p.launch for p in points} == {Launch(2, cpu_threads=1)}  # The config's 2 CPU devices, of 4.
+    for point, multiple in zip(points, (1, 4, 16), strict=True):
+        overrides = point.task.overrides
+        assert (overrides["num_devices"], overrides["meta.updates_per_dispatch"]) == (2, 2)
+        assert overrides["meta.updates"] == meta_training.DISPATCHES * 2
+        config = configs.load_named(point.benchmark, overrides)  # As the measuring process loads it.
+        assert [members for _, _, members in config.meta.environments] == [6 * multiple, 4 * multiple, 6 * multiple]
+        assert config.meta.environments[0][:2] == ("lpg_tabular", {"variant": "dense"})
+        assert config.meta.envs_per_member == 4  # Fixed: the members grow, not their environments.
+        assert {key: point.columns[key] for key in ("members", "devices", "num_envs", "unroll_length")} == {
+            "members": 16 * multiple,
+            "devices": 2,
+            "num_envs": 4,
+            "unroll_length": 16,
+        }
+    assert points[0].columns["env"] == "lpg_tabular+lpg_random_grid+lpg_delayed_chain"
+
+
+def test_quick_meta_training_is_16_and_32_members_for_three_dispatches():
+    points = meta_training.plan(CPU_QUICK)
+    assert [p.columns["members"] for p in points] == [16, 32]
+    assert {p.task.overrides["meta.updates"] for p in points} == {anakin_scaling.QUICK_DISPATCHES * 2}
+
+
+def test_meta_training_uses_every_accelerator_with_members_each_device_count_divides():
+    points = meta_training.plan(ONE_GPU)
+    assert [p.columns["members"] for p in points] == [16, 64, 256, 1024]  # The paper's 1K policies.
+    assert {p.launch for p in points} == {Launch(None, cpu_threads=1)}
+    eight_gpus = Setup(quick=False, forced_cpu=False, max_devices=8, sebulba_env="pong")
+    points = meta_training.plan(eight_gpus)  # 6, 4, 6 members: 4 times as many is the least 8 divides.
+    assert [p.columns["members"] for p in points] == [64, 256, 1024, 4096]
+    for point in points:
+        config = configs.load_named(point.benchmark, point.task.overrides)
+        assert all(members % 8 == 0 for _, _, members in config.meta.environments)
 
 
 def test_muzero_scales_like_figure_4c_then_sweeps_the_simulations_learning_from_the_first_updates():

@@ -8,7 +8,7 @@ import pytest
 from podracer.bench import anakin_scaling, evaluation, pipeline, population, report
 from podracer.bench.machine import Machine
 from podracer.bench.records import Row
-from tests.bench.rows import evaluation_row, population_row, scaling_row
+from tests.bench.rows import evaluation_row, meta_row, population_row, scaling_row
 
 MACHINE = Machine(
     cpu_model="Test CPU @ 2.0GHz",
@@ -108,14 +108,16 @@ def test_a_populations_rate_per_member_is_its_total_over_the_members():
 
 def test_population_rows_record_their_members_and_the_table_their_rate_per_member(tmp_path):
     rows = [scaling_row(2, 1_000_000.0), population_row(1, 500_000.0), population_row(64, 640_000.0)]
+    rows.append(meta_row(256, 160_000.0))
     report.write_csv(str(tmp_path / "bench.csv"), rows, MACHINE)
     with open(tmp_path / "bench.csv", newline="") as f:
-        assert [row["members"] for row in csv.DictReader(f)] == ["", "1", "64"]
+        assert [row["members"] for row in csv.DictReader(f)] == ["", "1", "64", "256"]
     table = [line for line in report.markdown(rows, MACHINE).splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
     per_member = [[cell.strip() for cell in line.strip("|").split("|")][header.index("per member")] for line in table]
-    assert per_member[2:] == ["", "500,000", "10,000"]  # None for a single run.
+    assert per_member[2:] == ["", "500,000", "10,000", "625"]  # None for a single run.
     assert "2 devices, 64 members x 512 envs, unroll 16" in table[4]
+    assert "2 devices, 256 members x 4 envs, unroll 16" in table[5]  # Meta-training's agents, as a population's.
 
 
 def test_the_setting_of_a_point_says_what_distinguishes_it():

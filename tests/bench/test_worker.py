@@ -5,7 +5,7 @@ import types
 import pytest
 
 from podracer.bench import configs, worker
-from podracer.bench.records import AnakinRun, SebulbaRun
+from podracer.bench.records import AnakinRun, MetaTrainRun, SebulbaRun
 
 # Dispatches of 100 steps: the records' own rates leave out a 1 s evaluation after the second and third.
 HISTORY = [
@@ -39,3 +39,17 @@ def test_a_wall_clock_tasks_results_hold_its_evaluation_shares(trained):
     plain, timed = worker.measure([AnakinRun(catch, {}), AnakinRun(catch, {}, wall_clock=True)], repeats=2)
     assert plain == {"rates": [100.0, 100.0], "unit": "steps/s", "platform": "cpu"}
     assert timed == {"rates": [50.0, 50.0], "unit": "steps/s", "platform": "cpu", "eval_shares": [0.5, 0.5]}
+
+
+def test_a_meta_training_task_meta_trains_and_asks_for_the_rate_after_the_first_dispatch(monkeypatch):
+    loaded = []
+
+    def meta_train(config):
+        loaded.append(config)
+        return [dict(r) for r in HISTORY]
+
+    monkeypatch.setattr(worker, "meta_train", meta_train)
+    monkeypatch.setattr(worker, "train", None)  # Not `train`'s run.
+    task = MetaTrainRun(configs.path("anakin_lpg_gridworlds"), {"meta.updates": "6"})
+    assert worker.measure([task], repeats=1) == [{"rates": [100.0], "unit": "steps/s", "platform": "cpu"}]
+    assert [config.meta.updates for config in loaded] == [6]  # The overrides, as text, read as the field's type.
