@@ -9,7 +9,6 @@ anything is compiled or written.
 
 import dataclasses
 import functools
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -30,10 +29,11 @@ from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
 from podracer.envs.registry import with_config_kwargs
 from podracer.run import budget, evaluation, finite
-from podracer.run.checkpoints import Checkpointer, agree
+from podracer.run.checkpoint_steps import restore_into, save_or_stop
+from podracer.run.checkpoints import Checkpointer
 from podracer.run.contract import Callback, RunLog, TrainResult, episode_summary
 from podracer.run.metrics_writer import MEMBERS
-from podracer.run.stopping import StoppedBySignal, stop_signals
+from podracer.run.stopping import stop_signals
 from podracer.runtime.device_split import anakin_devices
 from podracer.runtime.distributed import is_chief
 from podracer.runtime.topology import device_mesh
@@ -75,7 +75,7 @@ def train(
     started = time.perf_counter()
     checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
     run = build(config, env, agent)
-    resumed = resume(run, checkpointer)
+    resumed = restore_into(checkpointer, run)
     log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, started, resumed)
     try:
         dispatch_until_done(run, log, checkpointer)
@@ -150,16 +150,6 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     )
 
 
-def resume(run: AnakinRun, checkpointer: Checkpointer) -> dict | None:
-    """Restores the newest readable checkpoint into `run`, if there is one; returns its metadata."""
-    restored = checkpointer.restore(run.state)
-    if restored is None:
-        return None
-    run.state, meta = restored
-    run.update = meta["update"]
-    return meta
-
-
 def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer) -> None:
     """Dispatches until the run has made its updates: logs each dispatch, checks it, checkpoints when due.
 
@@ -211,14 +201,7 @@ def save_and_stop(
     Every process of the job decides alike (`agree`), on process 0's clock.
     """
     due = checkpointer.due(run.update) or run.update >= run.num_updates
-    save, stop, dispatch_seconds = agree(due, bool(stop_requests), dispatch_seconds)
-    if save:
-        checkpointer.save(run.update, run.state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
-    if stop:
-        raise StoppedBySignal(
-            stop_requests[0] if stop_requests else signal.SIGTERM,
-            f"the dispatch under way finished, {checkpointer.where()}, logs flushed",
-        )
+    dispatch_seconds = save_or_stop(checkpointer, run.update, run.state, record, stop_requests, due, dispatch_seconds)
     limit = run.config.max_dispatch_seconds
     shorter = settings.shorter_dispatch(run.updates_per_dispatch, dispatch_seconds, limit)
     if shorter != run.updates_per_dispatch and is_chief():

@@ -9,7 +9,6 @@ on bitwise as if it had not stopped.
 
 import dataclasses
 import os
-import signal
 import time
 from collections.abc import Callable, Sequence
 
@@ -22,9 +21,10 @@ from podracer.anakin import meta_train as program
 from podracer.envs.episodes import Completed
 from podracer.experiment import meta_train as meta_config
 from podracer.run import budget, workdir_lock
-from podracer.run.checkpoints import Checkpointer, agree
+from podracer.run.checkpoint_steps import restore_into, save_or_stop
+from podracer.run.checkpoints import Checkpointer
 from podracer.run.contract import Callback, RunLog, episode_summary
-from podracer.run.stopping import StoppedBySignal, stop_signals
+from podracer.run.stopping import stop_signals
 from podracer.runtime import distributed
 from podracer.runtime.device_split import anakin_devices
 from podracer.runtime.topology import device_mesh
@@ -52,10 +52,7 @@ def meta_train(config: ConfigDict, *, workdir: str | None = None, callbacks: Seq
         checkpointer = Checkpointer(workdir, config)
         try:
             run = build(config)
-            resumed = None
-            if (restored := checkpointer.restore(run.state)) is not None:
-                run.state, resumed = restored
-                run.update = resumed["update"]
+            resumed = restore_into(checkpointer, run)
             total_steps = config.meta.updates * run.steps_per_update
             log = RunLog(workdir, config, total_steps, callbacks, started, resumed)
             try:
@@ -92,6 +89,11 @@ def dispatch_until_done(config: ConfigDict, run: MetaRun, log: RunLog, checkpoin
     """
     total, per_dispatch = config.meta.updates, config.meta.updates_per_dispatch
     stop_requests: list[int] = []
+
+    def write_rule() -> None:
+        if workdir and jax.process_index() == 0:
+            save_rule(os.path.join(workdir, meta_config.RULE_FOLDER), run)
+
     with stop_signals(stop_requests.append):
         last_time = time.perf_counter()
         while run.update < total:
@@ -102,15 +104,8 @@ def dispatch_until_done(config: ConfigDict, run: MetaRun, log: RunLog, checkpoin
             record = make_record(run.update, run.update * run.steps_per_update, outputs)
             record["steps_per_second"] = updates * run.steps_per_update / (time.perf_counter() - last_time)
             log.report(record, run.state)
-            save, stop, _ = agree(checkpointer.due(run.update) or run.update >= total, bool(stop_requests))
-            if save:
-                meta = {"step": record["step"], "wall_seconds": record["wall_seconds"]}
-                checkpointer.save(run.update, run.state, meta)
-                if workdir and jax.process_index() == 0:
-                    save_rule(os.path.join(workdir, meta_config.RULE_FOLDER), run)
-            if stop:
-                signal_number = stop_requests[0] if stop_requests else signal.SIGTERM
-                raise StoppedBySignal(signal_number, f"the dispatch under way finished, {checkpointer.where()}")
+            due = checkpointer.due(run.update) or run.update >= total
+            save_or_stop(checkpointer, run.update, run.state, record, stop_requests, due, on_save=write_rule)
             last_time = time.perf_counter()
 
 

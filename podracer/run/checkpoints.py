@@ -24,9 +24,7 @@ import time
 from typing import Any
 
 import jax
-import numpy as np
 import orbax.checkpoint as ocp
-from jax.experimental import multihost_utils
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
@@ -200,20 +198,6 @@ def newest_saved(directory: str) -> tuple[str, int] | None:
         if (meta := read_meta(directory, update)) is not None:
             return os.path.join(directory, str(update)), meta["step"]
     return None
-
-
-def agree(save_due: bool, stop_requested: bool, seconds: float = 0.0) -> tuple[bool, bool, float]:
-    """`(save, stop, seconds)` the same on every process of a job.
-
-    Process 0's schedule decides the save, a stop requested on any process
-    stops every one (and saves), and `seconds` (how long Anakin's dispatch
-    took, which decides whether to split it) is process 0's.
-    """
-    if jax.process_count() == 1:
-        return save_due or stop_requested, stop_requested, seconds
-    flags = multihost_utils.process_allgather(np.array([save_due, stop_requested, seconds], np.float32))
-    stop = bool(flags[:, 1].any())
-    return bool(flags[0, 0]) or stop, stop, float(flags[0, 2])
 
 
 def refuse_incompatible(saved: dict, config: ConfigDict, where: str) -> None:

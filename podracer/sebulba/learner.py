@@ -21,7 +21,7 @@ from jax.sharding import Mesh, PartitionSpec
 
 from podracer.agents import Agent
 from podracer.run import finite
-from podracer.run.checkpoints import agree
+from podracer.run.checkpoint_steps import agree
 from podracer.runtime import per_device
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, per_device_program
 from podracer.sebulba.lifecycle import RunControl
