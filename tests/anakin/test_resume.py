@@ -163,6 +163,13 @@ def results(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
 @pytest.mark.slow  # 35-45 s: a pod of two processes, three times.
 def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
     whole = results(run_pod(tmp_path / "whole"))
+    # The uninterrupted pod: Anakin replicated over 2 processes x 2 devices, the same parameters in each process,
+    # and one record per log step for the whole job, from process 0 (tests/runtime/test_distributed.py: Sebulba's).
+    assert sorted(result["process"] for result, _ in whole) == [0, 1]
+    assert all(result["devices"] == 4 and result["steps"] == OVERRIDES["total_steps"] for result, _ in whole)
+    assert whole[0][0]["digest"] == whole[1][0]["digest"]
+    steps = [record["step"] for record in records(tmp_path / "whole")]
+    assert steps == sorted(set(steps)) and steps[-1] == OVERRIDES["total_steps"]
 
     # Paused at each record, and held from the fifth: 4 dispatches of 8 are the most it can run before the kill.
     pod, folder = run_pod(tmp_path / "killed", "0.2", "5"), tmp_path / "killed" / "checkpoints"

@@ -25,15 +25,14 @@ SUITE_NAMES = [
     "gymnax:Breakout-MinAtar",  # Image observations, stochastic.
     "gymnax:Pendulum-v1",  # Continuous actions; episodes end at the time limit only.
     "gymnax:FrozenLake-misc",  # Discrete observations.
-    "brax:inverted_pendulum",
     "pgx:tic_tac_toe",  # Two players, an action mask; random actions may be illegal, which ends the game.
     "jumanji:Game2048-v1",  # Structured observations with an action mask, through stoa.
     "navix:Navix-Empty-5x5-v0",
     "xminigrid:MiniGrid-Empty-8x8",
     "playground:PendulumSwingup",  # MuJoCo physics; ends at the time limit only.
     "popgym_arcade:CartPoleEasy",  # Images, through gymnax's adapter (Craftax's too, tested step by step).
-]
-# Compiling brax's and MuJoCo's physics takes seconds; Jumanji's import and the grid worlds' compilations several.
+]  # Not Brax's: its adapter's timesteps and specs are tests/envs/suites/test_brax_env.py's, MuJoCo's physics here.
+# Compiling MuJoCo's physics takes seconds; Jumanji's import and the grid worlds' compilations several.
 SLOW_NAMES = {name for name in SUITE_NAMES if not name.startswith(("gymnax:", "pgx:tic"))}
 
 
