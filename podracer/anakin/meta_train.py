@@ -47,7 +47,13 @@ from jax.sharding import Mesh, NamedSharding
 from podracer.agents import lpg_rule, meta_gradient, networks
 from podracer.agents.agent import Agent
 from podracer.agents.trajectory import Trajectory
-from podracer.anakin.program import AnakinState, make_per_device_update, make_unroll, over_members, write_at
+from podracer.anakin.program import (
+    AnakinState,
+    make_per_device_update,
+    make_unroll,
+    over_members,
+    repeat_into_slots,
+)
 from podracer.envs import wrap_for_training
 from podracer.envs.base import Environment
 from podracer.envs.lpg.lifetimes import LifetimeEnvironment
@@ -281,16 +287,7 @@ def make_dispatch(families, agent_for, meta_optimizer, settings: Settings, mesh:
     meta_update = jax.jit(make_meta_update(families, agent_for, meta_optimizer, settings, mesh.size))
 
     def on_device(state, updates):
-        slots = jax.tree.map(
-            lambda x: jnp.zeros((updates_per_dispatch, *x.shape), x.dtype), jax.eval_shape(meta_update, state)[1]
-        )
-
-        def one(index, carry):
-            state, outputs = carry
-            state, step_outputs = meta_update(state)
-            return state, write_at(outputs, index, step_outputs)
-
-        return jax.lax.fori_loop(0, updates, one, (state, slots))
+        return repeat_into_slots(meta_update, state, updates, updates_per_dispatch)
 
     def dispatch(state, updates):
         specs = state_specs(state)

@@ -215,16 +215,11 @@ def make_dispatch(
     def run_member(state, hyperparameters, updates):
         update = make_per_device_update(env, agent_for(hyperparameters), unroll_length)
         state = state.replace(learner=per_device.local(state.learner))
-        slots = jax.tree.map(
-            lambda x: jnp.zeros((updates_per_dispatch, *x.shape), x.dtype), jax.eval_shape(update, state, None)[1]
-        )
 
-        def one_update(index, carry):
-            state, outputs = carry
-            state, step_outputs = update(state, None)
-            return state, write_at(outputs, index, step_outputs)
+        def step(state):
+            return update(state, None)
 
-        state, (metrics, completed) = jax.lax.fori_loop(0, updates, one_update, (state, slots))
+        state, (metrics, completed) = repeat_into_slots(step, state, updates, updates_per_dispatch)
         flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}
         return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags)
 
@@ -238,6 +233,23 @@ def make_dispatch(
         return per_device_program(on_device, mesh, in_specs, out_specs)(state, hyperparameters, updates)
 
     return jax.jit(dispatch, donate_argnums=0)
+
+
+def repeat_into_slots(step: Callable, state: Any, repeats: jax.Array, slots: int) -> tuple[Any, Any]:
+    """`repeats` (1 to `slots`) calls of `step(state) -> (state, outputs)` in a `fori_loop`: the last state, and the
+    outputs stacked over `slots` (the first `repeats` written, the rest zeros), so one program serves any count.
+
+    Anakin's dispatch (updates) and the meta-trainer's (meta-updates) both run this way.
+    """
+    shapes = jax.eval_shape(step, state)[1]
+    stacked = jax.tree.map(lambda x: jnp.zeros((slots, *x.shape), x.dtype), shapes)
+
+    def one(index, carry):
+        state, outputs = carry
+        state, step_outputs = step(state)
+        return state, write_at(outputs, index, step_outputs)
+
+    return jax.lax.fori_loop(0, repeats, one, (state, stacked))
 
 
 def updates_run(outputs: Any, updates: int, members: int = 0) -> Any:
