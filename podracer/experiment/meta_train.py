@@ -1,14 +1,13 @@
-"""`podracer meta-train`: LPG meta-training's config, its checks, and the host loop around its Anakin program.
+"""`podracer meta-train`'s config and its checks, and the agents and optimiser the meta-training program is built from.
 
-The program is `podracer.anakin.meta_train`'s. This module reads the config
-(`config.meta`, beside the fields of `defaults("learned_rule")` that the
-agents use: `network`, `optimizer`, `agent.gamma`, `agent.prediction_size`,
-`agent.prediction_cost`), checks it before anything is compiled (a
-`ConfigError` naming the field), then dispatches, records each dispatch
-(`metrics.jsonl` and TensorBoard through `RunLog`), checkpoints the whole
-meta-training state (`podracer.run.checkpoints`, so a run resumes from its
-newest checkpoint bitwise) and writes the meta-network as a rule
-(`rule_checkpoint.save_rule`, into `WORKDIR/rule`) at every checkpoint.
+The program is `podracer.anakin.meta_train`'s, its host loop (dispatch,
+records, checkpoints, the rule written at each) `podracer.experiment.meta_run`'s.
+This module reads the config (`config.meta`, beside the fields of
+`defaults("learned_rule")` that the agents use: `network`, `optimizer`,
+`agent.gamma`, `agent.prediction_size`, `agent.prediction_cost`), checks it
+before anything is compiled (a `ConfigError` naming the field), and builds the
+families, the settings, the rule's agent with its critic, and the
+meta-optimiser from it.
 """
 
 import dataclasses
