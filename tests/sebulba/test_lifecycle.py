@@ -1,8 +1,9 @@
 """Sebulba never hangs: failures in any thread, stalls and signals all end the run cleanly.
 
-Each case runs `podracer train` in its own interpreter
-(`tests/programs/faulty_run.py`), with a fault injected by wrapping a real
-function before the run starts. The subprocess timeout is the hang detector.
+Each case runs `podracer train` in a fresh interpreter: the faults one after
+another in one (`tests/programs/faulty_run.py`), each injected by wrapping a
+real function before its run starts, and each signal in its own. The
+subprocess timeout is the hang detector.
 """
 
 import json
@@ -16,44 +17,47 @@ from tests.helpers import HANG_SECONDS, run_module, start_cli, wait_until
 CONFIG = "configs/sebulba_cartpole_impala.py"
 
 
-@pytest.mark.slow  # Each case is a run in a fresh process, 6-13 s.
-@pytest.mark.parametrize(
-    "module, attribute, fail_on_call, thread, stepping",
-    [
-        # The actor thread's own code, around a compiled rollout.
-        pytest.param("podracer.sebulba.actor", "Rollout", 3, "actor-", "compiled", id="actor"),
-        # An environment stepped from Python, inside an actor.
-        pytest.param("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100, "actor-", "host", id="environment"),
-        # The learner thread.
-        pytest.param(
-            "podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3, "learner", "auto", id="learner"
-        ),
-    ],
-)
-def test_a_failure_in_any_thread_ends_the_run_with_its_traceback(
-    tmp_path, module, attribute, fail_on_call, thread, stepping
-):
-    result = run_module(
-        "faulty_run",
-        *(module, attribute, str(fail_on_call), "raise", str(tmp_path)),
-        f"--config.env_stepping={stepping}",
-    )
-    assert result.returncode == 1, result.stderr[-2000:]
-    assert f"injected failure in {attribute}" in result.stderr
-    assert f"Sebulba thread '{thread}" in result.stderr and "Traceback" in result.stderr
-    assert (tmp_path / "metrics.jsonl").exists()  # Logs were flushed and closed.
+# A failure injected into a real function: the thread it fails, (module, attribute, from which call), its arguments.
+FAILURES = {
+    # The actor thread's own code, around a compiled rollout.
+    "actor": ("actor-", ("podracer.sebulba.actor", "Rollout", 3), ["--config.env_stepping=compiled"]),
+    # The learner thread.
+    "learner": ("learner", ("podracer.sebulba.parameter_versions", "ParameterVersions.publish", 3), []),
+    # An environment stepped from Python, inside an actor.
+    "environment": (
+        "actor-",
+        ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100),
+        ["--config.env_stepping=host"],
+    ),
+}
+# From the 20th call on, every environment step (from Python) takes 3 s; every wait gives up after 1 s.
+STALL = ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 20, "stall")
+STALL_ARGS = ["--config.stall_timeout_seconds=1", "--config.env_stepping=host"]
 
 
-@pytest.mark.slow  # Waits out a stall timeout in a fresh process: 8 s.
-def test_a_stalled_wait_times_out_naming_what_it_waited_for(tmp_path):
-    # From the 20th call on, every environment step (from Python) takes 3 s; every wait gives up after 1 s.
-    result = run_module(
-        "faulty_run",
-        *("podracer.envs.envpool_env", "EnvpoolEnvironment.step", "20", "stall", str(tmp_path)),
-        *("--config.stall_timeout_seconds=1", "--config.env_stepping=host"),
-    )
-    assert result.returncode == 1, result.stderr[-2000:]
-    assert "TimeoutError: waited more than 1 s for a rollout from actor thread 0" in result.stderr
+@pytest.mark.slow  # Four runs in one fresh process, about 15 s.
+def test_a_failure_in_any_thread_or_a_stalled_wait_ends_the_run_with_its_traceback(tmp_path):
+    """A stalled wait times out naming what it waited for; a failure in an actor thread, in an environment inside
+    one, or in the learner thread ends the run with exit 1 and that thread's traceback, and the logs are flushed.
+
+    The runs share one interpreter (`tests/programs/faulty_run.py`): the first three are reported as the command
+    line would report them, and the last, the environment's failure, ends the process itself, which could not exit
+    if a thread of an earlier run were left behind. The subprocess timeout is the hang detector.
+    """
+    cases = [[*STALL, str(tmp_path / "stall"), STALL_ARGS]]
+    for name, (_, fault, args) in FAILURES.items():
+        cases.append([*fault, "raise", str(tmp_path / name), args])
+    result = run_module("faulty_run", json.dumps(cases))
+    stall, actor, learner = (json.loads(line) for line in result.stdout.splitlines()[-3:])
+    assert stall["code"] == 1, stall["stderr"][-2000:]
+    assert "TimeoutError: waited more than 1 s for a rollout from actor thread 0" in stall["stderr"]
+    environment = {"code": result.returncode, "stderr": result.stderr}
+    for name, outcome in zip(FAILURES, (actor, learner, environment), strict=True):
+        thread, (_, attribute, _), _ = FAILURES[name]
+        assert outcome["code"] == 1, outcome["stderr"][-2000:]
+        assert f"injected failure in {attribute}" in outcome["stderr"]
+        assert f"Sebulba thread '{thread}" in outcome["stderr"] and "Traceback" in outcome["stderr"]
+        assert (tmp_path / name / "metrics.jsonl").exists()  # Logs were flushed and closed.
 
 
 @pytest.mark.parametrize(
