@@ -101,14 +101,16 @@ def test_recall_pays_for_naming_the_cue_only_at_the_question():
 
 
 def anakin(network: dict, seed: int) -> float:
-    overrides = {**network, "num_envs": 64, "unroll_length": 16, "total_steps": 64 * 16 * 120, "num_devices": 2}
+    # 60 updates: seed 0's LSTM scores 0.86 at update 32, 0.98 at 36 and 0.99-1.0 from 44 on (1.00 over the last 100
+    # episodes); seed 1's 0.88 at 36, 0.95 at 40, 0.98-1.0 from 42 on. The feed-forward agent: -0.05.
+    overrides = {**network, "num_envs": 64, "unroll_length": 16, "total_steps": 64 * 16 * 60, "num_devices": 2}
     config = load_config("anakin_catch", {**overrides, "optimizer.learning_rate": 3e-3}, seed=seed)
     return recent_return(podracer.train(config, env=Recall()).history)
 
 
 def sebulba(network: dict, seed: int) -> float:
-    # 60 updates: seed 0's LSTM scores 0.90 in the window to 40,960 steps, 0.98 to 51,200, 1.0 to the end (61,440).
-    overrides = {**network, "envs_per_thread": 32, "unroll_length": 16, "total_steps": 32 * 16 * 2 * 60}
+    # 50 updates: seed 0's LSTM scores 0.90 in the window to 40,960 steps, 0.98 to 51,200 (and 1.0 to 61,440).
+    overrides = {**network, "envs_per_thread": 32, "unroll_length": 16, "total_steps": 32 * 16 * 2 * 50}
     config = load_config("sebulba_cartpole_impala", {**overrides, "optimizer.learning_rate": 3e-3}, seed=seed)
     config.actor_device_ids, config.learner_device_ids = (0,), (1,)
     return recent_return(podracer.train(config, env=HostRecall).history)
