@@ -15,6 +15,6 @@ if __name__ == "__main__":
     import podracer
     from tests.helpers import load_config
 
-    result = podracer.train(load_config("anakin_catch", total_steps=20_480))
+    result = podracer.train(load_config("anakin_catch", num_envs=64, total_steps=64 * 16 * 4))  # 4 updates.
     checksum = sum(float(np.abs(leaf).sum()) for leaf in jax.tree.leaves(result.learner_state.params))
     print(checksum, result.history[-1]["loss"])
