@@ -2,6 +2,7 @@
 specs, action masks and settings, and the converter in `podracer.envs.suites.stoa_env`."""
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -59,24 +60,38 @@ def _suite(task, **kwargs):
     return jumanji_env.make(task, **kwargs), suite, _jumanji_step, lambda key: suite.reset(key)[1].observation._asdict()
 
 
-def _rollout(task, actions, key=KEY, **kwargs):
-    """The adapter's FIRST timestep and its timesteps over `actions` up to its first LAST, each beside the suite's
-    own reset and steps from the same key and states: ((first, the suite's first observation), timesteps,
-    (observations, rewards, terminated, truncated))."""
-    env, suite, suite_step, suite_reset = _suite(task, **kwargs)
+ROLLOUT_STEPS = 60  # Every rollout's length: the tests of a task and its settings share one compiled program.
+
+
+@functools.cache
+def _compiled_rollout(task, settings):
+    """The jitted rollout of `task` with `settings` (sorted (name, value) pairs), from a key over ROLLOUT_STEPS actions."""
+    env, suite, suite_step, suite_reset = _suite(task, **dict(settings))
 
     @jax.jit
-    def run(key):
+    def run(key, actions):
         def step(state, action):
             expected = suite_step(suite, state, action)
             state, timestep = env.step(state, action)
             return state, (timestep, expected)
 
         state, first = env.reset(key)
-        return (first, suite_reset(key)), *jax.lax.scan(step, state, jnp.asarray(actions, jnp.int32))[1]
+        return (first, suite_reset(key)), *jax.lax.scan(step, state, actions)[1]
 
-    first, timesteps, expected = jax.device_get(run(key))
+    return run
+
+
+def _rollout(task, actions, key=KEY, **kwargs):
+    """The adapter's FIRST timestep and its timesteps over `actions` up to its first LAST, each beside the suite's
+    own reset and steps from the same key and states: ((first, the suite's first observation), timesteps,
+    (observations, rewards, terminated, truncated)). Fewer than ROLLOUT_STEPS actions are padded with 0s, after
+    the steps that matter: a rollout that must end does so within `actions`, checked here."""
+    padded = np.zeros(ROLLOUT_STEPS, np.int32)
+    padded[: len(actions)] = actions
+    run = _compiled_rollout(task, tuple(sorted(kwargs.items())))
+    first, timesteps, expected = jax.device_get(run(key, jnp.asarray(padded)))
     end = int(np.argmax(timesteps.step_type == LAST)) if (timesteps.step_type == LAST).any() else len(actions) - 1
+    assert end < len(actions), f"{task}: the first LAST is after the {len(actions)} actions given"
     return first, *jax.tree.map(lambda x: x[: end + 1], (timesteps, expected))
 
 
@@ -84,14 +99,18 @@ def _random_actions(count, seed=0):
     return np.random.default_rng(seed).integers(4, size=count)
 
 
+# MiniGrid's random episode reaches its time limit; its goal, in the termination test, is 11 steps away.
+MINIGRID_SETTINGS = {"max_steps": 40}
+
+
 @pytest.mark.slow  # Compiles four suites' steps: about 10 s on 2 cores.
 @pytest.mark.parametrize(
     "task, actions, kwargs",
     [
-        ("Snake-v1", _random_actions(60), {}),
-        ("Game2048-v1", _random_actions(60), {}),
-        ("Navix-Empty-5x5-v0", _random_actions(60), {}),
-        ("MiniGrid-Empty-8x8", _random_actions(60), {"max_steps": 40}),
+        ("Snake-v1", _random_actions(ROLLOUT_STEPS), {}),
+        ("Game2048-v1", _random_actions(ROLLOUT_STEPS), {}),
+        ("Navix-Empty-5x5-v0", _random_actions(ROLLOUT_STEPS), {}),
+        ("MiniGrid-Empty-8x8", _random_actions(ROLLOUT_STEPS), MINIGRID_SETTINGS),
     ],
 )
 def test_timesteps_are_the_suites_own_steps(task, actions, kwargs):
@@ -105,17 +124,17 @@ def test_timesteps_are_the_suites_own_steps(task, actions, kwargs):
     assert timesteps.reward.dtype == np.float32 and timesteps.discount.dtype == np.float32
 
 
-@pytest.mark.slow  # Compiles a suite's step: 2 to 5 s each on 2 cores.
+@pytest.mark.slow  # The programs of test_timesteps_are_the_suites_own_steps, from other actions.
 @pytest.mark.parametrize(
-    "task, actions",
+    "task, actions, kwargs",
     [
-        ("Snake-v1", [0] * 12),  # Up into the wall, from any row of 12.
-        ("Navix-Empty-5x5-v0", [2, 2, 1, 2, 2]),  # Forward twice, turn clockwise, forward twice: the goal.
-        ("MiniGrid-Empty-8x8", [0] * 5 + [1] + [0] * 5),  # Forward 5, turn right, forward 5: the goal.
+        ("Snake-v1", [0] * 12, {}),  # Up into the wall, from any row of 12.
+        ("Navix-Empty-5x5-v0", [2, 2, 1, 2, 2], {}),  # Forward twice, turn clockwise, forward twice: the goal.
+        ("MiniGrid-Empty-8x8", [0] * 5 + [1] + [0] * 5, MINIGRID_SETTINGS),  # Forward 5, turn right, forward 5.
     ],
 )
-def test_termination_is_last_with_discount_zero_and_the_final_observation(task, actions):
-    _, timesteps, (observations, _, terminated, _) = _rollout(task, actions)
+def test_termination_is_last_with_discount_zero_and_the_final_observation(task, actions, kwargs):
+    _, timesteps, (observations, _, terminated, _) = _rollout(task, actions, **kwargs)
     end = len(timesteps.step_type) - 1
     assert terminated[end] and timesteps.step_type[end] == LAST and timesteps.discount[end] == 0.0
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(x[end], y[end]), timesteps.observation, observations)
