@@ -29,7 +29,7 @@ def test_muzero_learns_cartpole_on_sebulba():
     assert podracer.recent_return(result.history) >= 400
 
 
-@pytest.mark.slow  # About 40 s in a fresh process with four devices.
+@pytest.mark.slow  # About 30 s of CPU in a fresh process with four devices.
 def test_one_actor_three_learners_split_each_update_into_minibatch_learn_calls():
     """Each update's 12 environments (one actor thread: one rollout program to compile) reach the learners as 4 per
     device, split into 2 learn calls of 2."""
