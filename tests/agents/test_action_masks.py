@@ -82,15 +82,18 @@ def test_masked_log_probabilities_give_illegal_actions_no_mass():
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
 
 
-@pytest.mark.parametrize("epsilon", [0.0, 0.5, 1.0])
-def test_epsilon_greedy_chooses_only_legal_actions(epsilon):
+def test_epsilon_greedy_chooses_only_legal_actions():
+    """At epsilon 0, 0.5 and 1, in one program: epsilon is an input to `act`, not a constant compiled in."""
     agent, params = make_agent("dqn")
-    params = params.replace(epsilon=jnp.float32(epsilon))
     observation = masked_observations(jax.random.key(4))
     legal = np.asarray(observation[ACTION_MASK])
-    draw = jax.jit(jax.vmap(lambda k: agent.act(params, observation, jax.random.split(k, B))[0]))
-    actions = np.asarray(draw(jax.random.split(jax.random.key(5), SAMPLES)))
-    assert np.take_along_axis(np.broadcast_to(legal, (SAMPLES, B, A)), actions[..., None], -1).all()
+    draw = jax.jit(jax.vmap(lambda p, k: agent.act(p, observation, jax.random.split(k, B))[0], in_axes=(None, 0)))
+    for epsilon in (0.0, 0.5, 1.0):
+        actions = np.asarray(
+            draw(params.replace(epsilon=jnp.float32(epsilon)), jax.random.split(jax.random.key(5), SAMPLES))
+        )
+        legal_taken = np.take_along_axis(np.broadcast_to(legal, (SAMPLES, B, A)), actions[..., None], -1)
+        assert legal_taken.all(), f"epsilon {epsilon}"
 
 
 def test_epsilon_greedy_without_a_mask_draws_every_action():

@@ -10,6 +10,7 @@ import pytest
 import podracer
 from podracer import agents, envs
 from podracer.agents.trajectory import with_time_axis
+from podracer.envs.actions import ACTION_MASK
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 
 T, B = 8, 6
@@ -25,6 +26,18 @@ def task(config) -> envs.Environment:
     return envs.make("catch", rows=5)
 
 
+def random_legal_moves(params, timestep, state, keys):
+    """AlphaZero's behaviour here: a uniformly random legal move, and that uniform distribution as the search policy.
+
+    Its search compiled in a scan would cost more than the two `learn`s compared (`test_alphazero` checks acting by
+    search and its search policies); `learn` only needs a trajectory whose targets are legal distributions.
+    """
+    legal = timestep.observation[ACTION_MASK]
+    logits = jnp.where(legal, 0.0, -jnp.inf)
+    action = jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+    return action, {"search_policy": legal / legal.sum(-1, keepdims=True), "root_value": jnp.zeros(B)}, state
+
+
 def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environment) -> podracer.Trajectory:
     """T steps of `agent.act` on B environments, as Anakin collects them, from B fresh agent states."""
     env = envs.wrap_for_training(spec_env)
@@ -32,10 +45,11 @@ def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environmen
     env_state, timestep = env.reset(jax.random.split(reset_key, B))
     params = agent.acting_params(learner_state)
     first_state = agent.state_for(B)
+    act = random_legal_moves if ACTION_MASK in spec_env.observation_spec() else agent.act_with_state
 
     def step(carry, key):
         env_state, timestep, state = carry
-        action, extras, state = agent.act_with_state(params, timestep, state, jax.random.split(key, B))
+        action, extras, state = act(params, timestep, state, jax.random.split(key, B))
         env_state, next_timestep = env.step(env_state, action)
         return (env_state, next_timestep, state), (timestep, action, extras)
 

@@ -112,9 +112,9 @@ def np_loss(params, drawn, config):
 
 
 @pytest.mark.slow  # The per-sequence NumPy loop calls the model (jitted) step by step.
-@pytest.mark.parametrize("seed", [0, 1])
-def test_unrolled_loss_matches_the_numpy_sum_over_steps(seed):
-    params, drawn, config = tiny_model_params(seed), sample(seed), agent_config()
+def test_unrolled_loss_matches_the_numpy_sum_over_steps():
+    """One random draw: `STEP_TYPE` holds every case (no end, termination, truncation, a LAST first item)."""
+    params, drawn, config = tiny_model_params(0), sample(0), agent_config()
     expected, per_sequence = np_loss(params, drawn, config)
     total, (metrics, priorities) = jax.jit(lambda p, d: muzero.loss(p, d, config))(params, drawn)
     np.testing.assert_allclose(total, expected, rtol=1e-5)
@@ -205,9 +205,10 @@ class ChainModel(nn.Module):
 GOOD = 2
 
 
-@pytest.mark.slow  # 8 s: a search compiled per simulation count.
-@pytest.mark.parametrize("simulations", [6, 24])
-def test_muzero_search_visits_the_rewarding_action_most_and_its_weights_are_the_visit_counts(simulations):
+@pytest.mark.slow  # 8 s: a search compiled.
+def test_muzero_search_visits_the_rewarding_action_most_and_its_weights_are_the_visit_counts():
+    """24 simulations (6 checked nothing more): once found, `GOOD` takes the visits; the others get one at most."""
+    simulations = 24
     config = agent_config(num_simulations=simulations, dirichlet_fraction=0.0, temperature=1e-3)
     params = NetworkParams(ChainModel(), {})
     observation = jnp.zeros((2, 1))
@@ -233,15 +234,23 @@ def test_gumbel_search_picks_the_rewarding_action_and_halves_the_other_visits():
     assert visits[GOOD] == visits.max() and visits.min() == 2
 
 
-@pytest.mark.slow  # 15 s: two compilations of a vmapped search.
+@pytest.mark.slow  # Compiles a vmapped search, once: both batches have the same shape.
 def test_each_environment_searches_alone_whatever_the_batch_beside_it():
+    """Environment 1 keeps its observation and key while its two neighbours get others: its search is unchanged."""
     params = tiny_model_params(4)
-    act = search.make_act(agent_config(num_simulations=5), gamma=0.9)
-    observations = jnp.asarray(np.random.default_rng(0).normal(size=(3, 2)), jnp.float32)
+    act = jax.jit(search.make_act(agent_config(num_simulations=5), gamma=0.9))
+    rng = np.random.default_rng(0)
+    observations = jnp.asarray(rng.normal(size=(3, 2)), jnp.float32)
     keys = jax.random.split(jax.random.key(1), 3)
-    action, extras = jax.jit(act)(params, observations, keys)
-    alone_action, alone_extras = jax.jit(act)(params, observations[1:2], keys[1:2])
+    action, extras = act(params, observations, keys)
+    beside = observations.at[jnp.array([0, 2])].set(jnp.asarray(rng.normal(size=(2, 2)) * 3, jnp.float32))
+    other_keys = jax.random.split(jax.random.key(2), 3).at[1].set(keys[1])
+    beside_action, beside_extras = act(params, beside, other_keys)
     assert action.shape == (3,) and extras["search_policy"].shape == (3, A) and extras["root_value"].shape == (3,)
-    assert action[1] == alone_action[0]
-    np.testing.assert_allclose(extras["search_policy"][1], alone_extras["search_policy"][0], rtol=1e-6)
+    assert action[1] == beside_action[1]
+    np.testing.assert_allclose(extras["search_policy"][1], beside_extras["search_policy"][1], rtol=1e-6)
+    np.testing.assert_allclose(extras["root_value"][1], beside_extras["root_value"][1], rtol=1e-6)
+    assert not np.allclose(
+        np.asarray(extras["root_value"])[[0, 2]], np.asarray(beside_extras["root_value"])[[0, 2]]
+    )  # The batch did change.
     np.testing.assert_allclose(extras["search_policy"].sum(-1), 1.0, rtol=1e-5)

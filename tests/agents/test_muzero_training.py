@@ -29,31 +29,33 @@ def test_muzero_learns_cartpole_on_sebulba():
     assert podracer.recent_return(result.history) >= 400
 
 
-@pytest.mark.slow  # About 40 s in a fresh process with four devices.
+@pytest.mark.slow  # About 30 s of CPU in a fresh process with four devices.
 def test_one_actor_three_learners_split_each_update_into_minibatch_learn_calls():
-    """Each update's 3 x 6 x 2 environments reach the learners as 12 per device, split into 2 learn calls of 6."""
-    updates, calls = 6, 2
+    """Each update's 12 environments (one actor thread: one rollout program to compile) reach the learners as 4 per
+    device, split into 2 learn calls of 2."""
+    updates, calls, rows = 3, 2, 4  # Rows: each learner device's environments.
     overrides = {
         "actor_device_ids": [0],
         "learner_device_ids": [1, 2, 3],
-        "envs_per_thread": 18,
+        "actor_threads_per_device": 1,
+        "envs_per_thread": 12,
         "unroll_length": 4,
-        "total_steps": 18 * 2 * 4 * updates,
+        "total_steps": 12 * 4 * updates,
         "learner_minibatches": calls,
         "log_every_updates": 1,
         "agent.num_simulations": 4,
         "agent.n_step": 3,
         "agent.unroll_steps": 2,
-        "agent.batch_size": 8,
+        "agent.batch_size": 4,
         "agent.replay_ratio": 2,
-        "agent.buffer_size": 12 * 20,
-        "agent.min_replay_size": 12 * 8,  # Rows of 8 steps: sampling starts at the second update.
+        "agent.buffer_size": rows * 10,  # 10 steps a row: the third update wraps around.
+        "agent.min_replay_size": rows * 8,  # Rows of 8 steps: sampling starts at the second update.
     }
     result = run_module("muzero_sebulba_run", json.dumps(overrides), num_devices=4)
     assert result.returncode == 0, result.stderr
     run = last_json_line(result.stdout)
     assert run["learn_calls"] == updates * calls
     assert run["params_devices"] == [1, 2, 3] and run["buffer_devices"] == [1, 2, 3]
-    assert run["buffer_index"] == [updates * 4 % 20] * 3  # Every device's rows got every update's steps, whole.
+    assert run["buffer_index"] == [updates * 4 % 10] * 3  # Every device's rows got every update's steps, whole.
     losses = np.array(run["losses"])
     assert losses[0] == 0.0 and np.all(losses[1:] > 0) and np.all(np.isfinite(losses))  # Learning from update 2.
