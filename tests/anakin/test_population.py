@@ -16,6 +16,18 @@ TIMING = ("wall_seconds", "steps_per_second", "compile_seconds")
 
 
 CATCH = {"num_envs": 16, "unroll_length": 8, "updates_per_dispatch": 2, "total_steps": 16 * 8 * 2 * 3}
+# Clipping at 0.01 makes every update's step depend on the gradient's norm, a reduction. Every Catch population
+# below is made of these members (the first 2 or all 3), so each member's own program is compiled once in the file.
+CATCH_CLIPPED = {**CATCH, "optimizer.max_grad_norm": 0.01}
+CATCH_MEMBERS = {
+    "seed": (3, 5, 7),
+    "optimizer.learning_rate": (3e-3, 1e-3, 2e-3),
+    "agent.entropy_cost": (0.01, 0.03, 0.02),
+}
+
+
+def first_members(members: int) -> dict:
+    return {field: values[:members] for field, values in CATCH_MEMBERS.items()}
 
 
 def population_config(name, fields, varied, **more):
@@ -49,11 +61,7 @@ def assert_members_logged_and_summarised(result, workdir, members):
 @pytest.mark.parametrize(
     ("name", "fields", "varied"),
     [
-        (  # Clipping at 0.01 makes every update's step depend on the gradient's norm, a reduction.
-            "anakin_catch",
-            {**CATCH, "optimizer.max_grad_norm": 0.01},
-            {"seed": (3, 5), "optimizer.learning_rate": (3e-3, 1e-3), "agent.entropy_cost": (0.01, 0.03)},
-        ),
+        ("anakin_catch", CATCH_CLIPPED, first_members(2)),
         (  # Replay buffers (one per device), a target network and epsilon: learning starts mid-run.
             "anakin_cartpole_dqn",
             {"updates_per_dispatch": 20, "total_steps": 8 * 2 * 20 * 3, "agent.min_replay_size": 400},
@@ -92,8 +100,7 @@ def test_each_member_equals_its_config_run_alone_bitwise_and_is_logged(tmp_path,
 @pytest.mark.parametrize(("in_parallel", "members"), [(0, 2), (2, 3)])
 def test_vmapped_members_match_their_runs_alone_up_to_float_rounding(in_parallel, members):
     """Every member vmapped at once, or in groups of 2 (and the 1 left): XLA orders a batch's sums differently."""
-    varied = {"seed": (3, 5, 7)[:members], "optimizer.learning_rate": (3e-3, 1e-3, 2e-3)[:members]}
-    config = population_config("anakin_catch", CATCH, varied, members_in_parallel=in_parallel)
+    config = population_config("anakin_catch", CATCH_CLIPPED, first_members(members), members_in_parallel=in_parallel)
     result = podracer.train(config)
     for index in range(members):
         alone = podracer.train(population.member(config, index))

@@ -2,6 +2,7 @@
 
 Prints a JSON summary; exits non-zero (an assertion) if the two differ beyond float rounding. Run with 8 forced
 CPU devices: `python -m tests.programs.eight_versus_one [CORE]`, CORE a recurrent core (`network.core`) or none.
+`tests.programs.ppo_eight_versus_one [CORE]` runs it after its own check, in the same process.
 """
 
 import json
@@ -16,10 +17,10 @@ from podracer.runtime.topology import device_mesh
 from tests.helpers import load_config, replicas_identical
 
 
-def main():
+def main(core: str) -> dict:
+    """Asserts the two agree; returns the summary (finished episodes, largest parameter change)."""
     assert jax.device_count() == 8, jax.devices()
     # Plain SGD: Adam's per-parameter normalisation would blow float noise in near-zero gradients up to full steps.
-    core = sys.argv[1] if len(sys.argv) > 1 else "none"
     config = load_config(
         "anakin_catch",
         {"optimizer.name": "sgd", "optimizer.learning_rate": 0.1, "network.core": core, "network.core_size": 16},
@@ -62,8 +63,8 @@ def main():
     changed = max(
         float(np.abs(a - b).max()) for a, b in zip(jax.tree.leaves(params8), jax.tree.leaves(initial), strict=True)
     )
-    print(json.dumps({"episodes": float(np.sum(completed8.episodes)), "changed": changed}))
+    return {"episodes": float(np.sum(completed8.episodes)), "changed": changed}
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps(main(sys.argv[1] if len(sys.argv) > 1 else "none")))

@@ -5,16 +5,21 @@ One epoch of one minibatch and plain SGD: replicated over 8 devices, each update
 over them) must equal the update on 1 device with the whole batch, so both runs
 end with the same parameters and log the same losses. Prints a JSON summary;
 exits non-zero (an assertion) where they differ beyond float rounding. Run with 8
-forced CPU devices: `python -m tests.programs.ppo_eight_versus_one`.
+forced CPU devices: `python -m tests.programs.ppo_eight_versus_one [CORE]`; with
+CORE, `tests.programs.eight_versus_one`'s check of actor-critic with that
+recurrent core follows in the same process (one interpreter and JAX start for
+both), and its summary is printed last.
 """
 
 import json
+import sys
 
 import jax
 import numpy as np
 
 import podracer
 from tests.helpers import load_config, replicas_identical
+from tests.programs import eight_versus_one
 
 NUM_ENVS, UNROLL_LENGTH, UPDATES_PER_DISPATCH, DISPATCHES = 16, 32, 2, 2
 TOTAL_STEPS = NUM_ENVS * UNROLL_LENGTH * UPDATES_PER_DISPATCH * DISPATCHES
@@ -65,6 +70,8 @@ def main():
     )
     final = result8.history[-1]
     print(json.dumps({"step": final["step"], "loss": final["loss"], "episodes": final["episodes"], "changed": changed}))
+    if len(sys.argv) > 1:
+        print(json.dumps(eight_versus_one.main(sys.argv[1])))
 
 
 if __name__ == "__main__":
