@@ -10,7 +10,7 @@ import pytest
 import podracer
 from podracer import agents, envs
 from podracer.agents.trajectory import with_time_axis
-from podracer.envs.actions import ACTION_MASK
+from podracer.envs.actions import action_mask
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 
 T, B = 8, 6
@@ -32,7 +32,7 @@ def random_legal_moves(params, timestep, state, keys):
     Its search compiled in a scan would cost more than the two `learn`s compared (`test_alphazero` checks acting by
     search and its search policies); `learn` only needs a trajectory whose targets are legal distributions.
     """
-    legal = timestep.observation[ACTION_MASK]
+    legal = action_mask(timestep.observation)
     logits = jnp.where(legal, 0.0, -jnp.inf)
     action = jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
     return action, {"search_policy": legal / legal.sum(-1, keepdims=True), "root_value": jnp.zeros(B)}, state
@@ -45,7 +45,7 @@ def rollout(agent: podracer.Agent, learner_state, key, spec_env: envs.Environmen
     env_state, timestep = env.reset(jax.random.split(reset_key, B))
     params = agent.acting_params(learner_state)
     first_state = agent.state_for(B)
-    act = random_legal_moves if ACTION_MASK in spec_env.observation_spec() else agent.act_with_state
+    act = agent.act_with_state if action_mask(spec_env.observation_spec()) is None else random_legal_moves
 
     def step(carry, key):
         env_state, timestep, state = carry
