@@ -8,8 +8,10 @@ reads and writes it abandoned finish later into the event loop it has closed.
 Each of those prints a "RuntimeError: Event loop is closed" traceback: through
 `sys.unraisablehook` (with no object), through asyncio's or
 `concurrent.futures`' logger (a callback that failed) or through
-`threading.excepthook`; and the coroutines of those writes print another when
-the interpreter collects them at exit. `held` keeps these back during one save
+`threading.excepthook`; the coroutines of those writes print another when
+the interpreter collects them at exit; and a task of orbax's that failed with
+the error itself has asyncio log it ("Task exception was never retrieved")
+whenever the task is collected, which may be well after the restore. `held` keeps these back during one save
 or restore, and lets them through if the operation succeeds or fails in a way
 the caller does not explain. After a failure it explains, the abandoned work
 may finish at any later time, so its reports stay held back for the rest of
@@ -65,14 +67,14 @@ def _drop_late_reports() -> Callable[[], None]:
     """Drops the reports of work orbax abandoned, wherever they are printed; returns what puts things back."""
     loggers = [logging.getLogger(name) for name in CALLBACK_LOGGERS]
     for callback_logger in loggers:
-        callback_logger.addFilter(_not_into_closed_loop)
+        callback_logger.addFilter(_not_abandoned_work)
     previous_unraisable, previous_thread = sys.unraisablehook, threading.excepthook
     sys.unraisablehook = _unless(_abandoned, previous_unraisable)
     threading.excepthook = _unless(lambda arguments: _into_closed_loop(arguments.exc_value), previous_thread)
 
     def restore() -> None:
         for callback_logger in loggers:
-            callback_logger.removeFilter(_not_into_closed_loop)
+            callback_logger.removeFilter(_not_abandoned_work)
         sys.unraisablehook, threading.excepthook = previous_unraisable, previous_thread
 
     return restore
@@ -83,9 +85,21 @@ def _into_closed_loop(error: BaseException | None) -> bool:
     return isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
 
 
-def _not_into_closed_loop(record: logging.LogRecord) -> bool:
-    """A logging filter: False for a record whose exception is a callback into a closed loop."""
-    return not (record.exc_info and _into_closed_loop(record.exc_info[1]))
+def _raised_in_orbax(error: BaseException) -> bool:
+    """Whether `error` was raised through orbax's own code (a frame of its traceback is in an orbax file)."""
+    frame = error.__traceback__
+    while frame is not None:
+        if "/orbax/" in frame.tb_frame.f_code.co_filename:
+            return True
+        frame = frame.tb_next
+    return False
+
+
+def _not_abandoned_work(record: logging.LogRecord) -> bool:
+    """A logging filter: False for a record whose exception is a callback into a closed loop, or an error raised
+    through orbax's code (the failure already said, reported again by a task collected late)."""
+    error = record.exc_info[1] if record.exc_info else None
+    return error is None or not (_into_closed_loop(error) or _raised_in_orbax(error))
 
 
 def _abandoned(unraisable) -> bool:

@@ -53,12 +53,35 @@ def test_reports_into_the_closed_loop_after_an_explained_failure_are_dropped_and
     assert [record.exc_info[1] for record in caplog.records] == [other] and reported == [other]
 
 
+def _raised_in_an_orbax_file() -> OSError:
+    """An error whose traceback passes through a file of orbax's, as its restore task's does."""
+    namespace = {}
+    exec(
+        compile("def read():\n    raise OSError('DATA_LOSS')\n", "/site-packages/orbax/checkpoint/read.py", "exec"),
+        namespace,
+    )
+    try:
+        namespace["read"]()
+    except OSError as error:
+        return error
+
+
+def test_a_task_of_orbax_collected_late_is_not_reported_after_an_explained_failure(hooks_restored, caplog):
+    """asyncio reports a failed task when it is collected ("Task exception was never retrieved"), however late."""
+    error = _raised_in_an_orbax_file()
+    _fail_inside(explained=True)
+    logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=(OSError, error, None))
+    assert not caplog.records
+
+
 def test_an_unexplained_failure_puts_every_hook_back(hooks_restored, caplog):
     unraisable, thread = sys.unraisablehook, threading.excepthook
     _fail_inside(explained=False)
     assert (sys.unraisablehook, threading.excepthook) == (unraisable, thread)
     logging.getLogger("asyncio").error("exception in callback", exc_info=(RuntimeError, CLOSED, None))
-    assert [record.exc_info[1] for record in caplog.records] == [CLOSED]
+    orbax_error = _raised_in_an_orbax_file()
+    logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=(OSError, orbax_error, None))
+    assert [record.exc_info[1] for record in caplog.records] == [CLOSED, orbax_error]
 
 
 def test_absl_records_held_inside_are_dropped_when_explained_and_let_through_otherwise(hooks_restored, caplog):
