@@ -11,8 +11,8 @@ Each of those prints a "RuntimeError: Event loop is closed" traceback: through
 `threading.excepthook`; the coroutines of those writes print another when
 the interpreter collects them at exit; and a task of orbax's that failed with
 the error itself has asyncio log it ("Task exception was never retrieved")
-whenever the task is collected, which may be well after the restore. `held` keeps these back during one save
-or restore, and lets them through if the operation succeeds or fails in a way
+whenever the task is collected, which may be well after the restore. `held`
+keeps these back during one save or restore, and lets them through if the operation succeeds or fails in a way
 the caller does not explain. After a failure it explains, the abandoned work
 may finish at any later time, so its reports stay held back for the rest of
 the process; nothing else raises into a loop orbax closed.
@@ -29,6 +29,7 @@ from typing import Any
 
 LOGGER = "absl"  # Orbax logs through absl, whose records go to this Python logger.
 CALLBACK_LOGGERS = ("asyncio", "concurrent.futures")  # Where a callback into a closed loop is reported.
+ORBAX_CODE = "/orbax/"  # In the file name of every module of orbax's.
 
 
 @contextlib.contextmanager
@@ -89,7 +90,7 @@ def _raised_in_orbax(error: BaseException) -> bool:
     """Whether `error` was raised through orbax's own code (a frame of its traceback is in an orbax file)."""
     frame = error.__traceback__
     while frame is not None:
-        if "/orbax/" in frame.tb_frame.f_code.co_filename:
+        if ORBAX_CODE in frame.tb_frame.f_code.co_filename:
             return True
         frame = frame.tb_next
     return False
@@ -108,7 +109,7 @@ def _abandoned(unraisable) -> bool:
     if unraisable.object is None:
         return _into_closed_loop(unraisable.exc_value)
     code = getattr(unraisable.object, "cr_code", None) if isinstance(unraisable.object, types.CoroutineType) else None
-    return bool(code and "/orbax/" in code.co_filename)
+    return bool(code and ORBAX_CODE in code.co_filename)
 
 
 def _unless(dropped: Callable[[Any], bool], hook: Callable[[Any], None]) -> Callable[[Any], None]:
