@@ -27,12 +27,14 @@ from typing import Any
 
 import chex
 import jumanji
-from stoa.env_adapters.jumanji import JumanjiToStoa
 
 from podracer.config.errors import ConfigError
 from podracer.envs import timestep as ts
 from podracer.envs.suites.adapting import check_settings
 from podracer.envs.suites.stoa_env import StoaEnvironment
+from podracer.envs.suites.stoa_modules import stoa_module
+
+JumanjiToStoa = stoa_module("env_adapters.jumanji").JumanjiToStoa
 
 _COUNTS = ("time_limit", "num_rows", "num_cols", "board_size")  # Settings that must be whole numbers >= 1.
 

@@ -23,10 +23,12 @@ from typing import Any
 
 import jax.numpy as jnp
 import navix
-from stoa.env_adapters.navix import NavixToStoa
 
 from podracer.envs.suites.adapting import check_settings
 from podracer.envs.suites.stoa_env import StoaEnvironment
+from podracer.envs.suites.stoa_modules import stoa_module
+
+NavixToStoa = stoa_module("env_adapters.navix").NavixToStoa
 
 _FIXED = ("height", "width", "observation_space", "action_space", "reward_space")  # Set by the task id and navix.
 

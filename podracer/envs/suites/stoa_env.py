@@ -39,12 +39,14 @@ import chex
 import jax
 import numpy as np
 from dm_env import specs
-from stoa import spaces
-from stoa.environment import Environment as StoaEnv
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
 from podracer.envs.suites.adapting import Settings, strongly_typed
+from podracer.envs.suites.stoa_modules import stoa_module
+
+spaces = stoa_module("spaces")
+StoaEnv = stoa_module("environment").Environment
 
 
 @dataclasses.dataclass(frozen=True)

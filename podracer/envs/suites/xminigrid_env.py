@@ -20,10 +20,12 @@ import dataclasses
 from typing import Any
 
 import xminigrid
-from stoa.env_adapters.xminigrid import XMiniGridToStoa
 
 from podracer.envs.suites.adapting import check_settings
 from podracer.envs.suites.stoa_env import StoaEnvironment
+from podracer.envs.suites.stoa_modules import stoa_module
+
+XMiniGridToStoa = stoa_module("env_adapters.xminigrid").XMiniGridToStoa
 
 _COUNTS = ("max_steps", "height", "width", "view_size")  # Settings that must be whole numbers >= 1.
 

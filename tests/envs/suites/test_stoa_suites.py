@@ -3,6 +3,8 @@ specs, action masks and settings, and the converter in `podracer.envs.suites.sto
 
 import dataclasses
 import functools
+import subprocess
+import sys
 from typing import NamedTuple
 
 import jax
@@ -13,12 +15,14 @@ import numpy as np
 import pytest
 import xminigrid
 from dm_env import specs
-from stoa import spaces
 
 from podracer.config.errors import ConfigError
 from podracer.envs import FIRST, LAST, MID, AutoReset
 from podracer.envs.actions import ACTION_MASK
 from podracer.envs.suites import jumanji_env, navix_env, stoa_env, xminigrid_env
+from tests.helpers import HANG_SECONDS
+
+spaces = stoa_env.spaces  # stoa's own, imported without the suites these tests do not use.
 
 pytestmark = pytest.mark.slow  # The whole file: see conftest.py.
 
@@ -312,3 +316,19 @@ def test_structured_observations_become_dicts_of_their_fields():
     nest = stoa_env.as_nest(observation)
     assert set(nest) == {"pair", "count"} and set(nest["pair"]) == {"grid", ACTION_MASK}
     assert stoa_env.as_nest(jnp.zeros(2)).shape == (2,)
+
+
+def test_a_stoa_suite_imports_no_other_suite_and_every_adapter_stays_importable():
+    """stoa's `__init__` imports every suite it adapts; podracer's adapters import only their own (`stoa_modules`)."""
+    program = (
+        "import sys\n"
+        "from podracer.envs.suites import xminigrid_env\n"
+        "print(sorted(m for m in ('brax', 'mujoco', 'mujoco_playground', 'navix', 'jumanji', 'gymnax', 'pgx')"
+        " if m in sys.modules))\n"
+        "from stoa.env_adapters.navix import NavixToStoa\n"
+        "from stoa.env_adapters.brax import BraxToStoa\n"
+        "print('navix' in sys.modules, 'brax' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "True True"]
