@@ -198,6 +198,7 @@ def test_frames_shows_each_picture_with_its_title():
         assert ax.get_title() == f"t={i}"
 
 
+@pytest.mark.slow  # Two `podracer plot` processes, each importing matplotlib: about 4 s.
 def test_plot_command_writes_one_image_for_one_run_and_for_several(tmp_path):
     anakin = write_run(tmp_path / "catch", anakin_records())
     sebulba = write_run(tmp_path / "cartpole", sebulba_records())

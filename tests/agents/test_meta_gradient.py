@@ -121,6 +121,7 @@ def test_meta_gradient_through_k_updates_equals_finite_differences(k):
                 np.testing.assert_allclose(forward[name], grads[name], rtol=1e-9, err_msg=name)
 
 
+@pytest.mark.slow  # Compiles the meta-gradient on a mesh and off it: about 6 s.
 def test_meta_gradient_over_two_devices_equals_the_whole_batch_on_one():
     """Halves of the batch on two devices, as Anakin runs them (`per_device_program`, pmap-style), the inner and
     the meta-gradients averaged with the collectives: the whole batch's numbers, the same on both devices."""

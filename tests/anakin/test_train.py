@@ -68,6 +68,7 @@ def test_same_seed_gives_bitwise_identical_metrics_and_parameters():
     assert strip(run_c.history) != strip(run_a.history)
 
 
+@pytest.mark.slow  # A whole run, about 7 s; the budget runs below stay in `make test-fast`.
 def test_metrics_records_have_the_documented_fields():
     """On the first budget's run below (its program compiled once for both): 5 records, on the 2 devices."""
     events = []

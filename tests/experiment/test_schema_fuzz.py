@@ -545,6 +545,7 @@ def config_path(case: Case, directory) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # Over 600 wrong configs, one process per device count: about 20 s, left to `make test`.
 @pytest.mark.parametrize("devices", DEVICE_COUNTS)
 def test_every_wrong_config_is_one_clear_line_before_anything_compiles(tmp_path, devices):
     wrong = [case for case in CASES if case.devices == devices]
