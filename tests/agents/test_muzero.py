@@ -205,14 +205,21 @@ class ChainModel(nn.Module):
 GOOD = 2
 
 
-@pytest.mark.slow  # 8 s: a search compiled.
+def chain_search(config: ConfigDict, params: NetworkParams, observation: jax.Array):
+    """The search `config` names from the roots of `observation`, jitted whole: eager, mctx's loop and the ops
+    around it dispatch (and compile) one by one, several times slower."""
+    plan = search.search(config, gamma=0.9)
+    return jax.jit(lambda p, o, key: plan(p, search.root(p, o), key))(params, observation, jax.random.key(0))
+
+
+@pytest.mark.slow  # A search compiled.
 def test_muzero_search_visits_the_rewarding_action_most_and_its_weights_are_the_visit_counts():
     """24 simulations (6 checked nothing more): once found, `GOOD` takes the visits; the others get one at most."""
     simulations = 24
     config = agent_config(num_simulations=simulations, dirichlet_fraction=0.0, temperature=1e-3)
     params = NetworkParams(ChainModel(), {})
     observation = jnp.zeros((2, 1))
-    output = search.search(config, gamma=0.9)(params, search.root(params, observation), jax.random.key(0))
+    output = chain_search(config, params, observation)
     visits = np.asarray(output.search_tree.children_visits[:, 0])  # [B, A] at the root.
     assert np.all(visits.sum(-1) == simulations)  # mctx: every simulation passes through one root child.
     assert np.all(visits.argmax(-1) == GOOD) and np.all(output.action == GOOD)
@@ -226,7 +233,7 @@ def test_gumbel_search_picks_the_rewarding_action_and_halves_the_other_visits():
     simulations = 12
     config = agent_config(search="gumbel", num_simulations=simulations, gumbel_scale=0.0)
     params = NetworkParams(ChainModel(), {})
-    output = search.search(config, gamma=0.9)(params, search.root(params, jnp.zeros((1, 1))), jax.random.key(0))
+    output = chain_search(config, params, jnp.zeros((1, 1)))
     visits = np.asarray(output.search_tree.children_visits[0, 0])
     assert output.action[0] == GOOD and np.argmax(output.action_weights[0]) == GOOD
     assert visits.sum() == simulations
