@@ -1,7 +1,10 @@
 """AlphaZero: outcome targets against hand-computed games, the loss term by term, only legal moves in search and
-acting, the bad input, and learning tic-tac-toe to no loss against a random player (`podracer evaluate --opponent`)."""
+acting, the bad input, and learning tic-tac-toe to no loss against a random player (`podracer evaluate --opponent`),
+resuming bitwise from its checkpoint."""
 
+import os
 import re
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -172,37 +175,31 @@ def test_the_game_state_is_in_the_observation_for_the_agent_and_no_network_reads
 
 
 @pytest.mark.slow  # About 40 s: the config's 200 updates of self-play, then 1,000 games against a random player.
-def test_alphazero_learns_tictactoe_to_lose_no_game_to_a_random_player_and_draw_against_itself(tmp_path, capsys):
+def test_alphazero_learns_tictactoe_to_lose_no_game_to_a_random_player_and_draw_against_itself(tmp_path, capfd):
     """The config's whole budget, 204,800 moves: seeds 0-10 all lose none of 1,000 greedy games (100K moves lose up
     to 2 games with one seed in 8, 150K one with one seed in 5), and draw every game against themselves: perfect
-    play. A greedy illegal move would lose a game too."""
-    podracer.train(load_config(CONFIG), workdir=str(tmp_path))
-    assert cli.run(["evaluate", str(tmp_path), "--opponent", "random", "--episodes", "1000"]) == 0
-    out = capsys.readouterr().out
+    play. A greedy illegal move would lose a game too.
+
+    Resumed from the run's checkpoint of update 196 (in a copy of its workdir without the final one), the run ends
+    bitwise where it did: the parameters, the optimiser state and the buffer, with the games' states and keys. Its 4
+    resumed updates learn from a full buffer, so a resume that dropped any of them would end elsewhere."""
+    fields = {"updates_per_dispatch": 4, "checkpoint.every_updates": 196, "checkpoint.every_minutes": 0}
+    config, whole = load_config(CONFIG, fields), tmp_path / "whole"
+    result = podracer.train(config, workdir=str(whole))
+    assert sorted(os.listdir(whole / "checkpoints")) == ["196", "200"]
+    shutil.copytree(whole, tmp_path / "split")
+    shutil.rmtree(tmp_path / "split" / "checkpoints" / "200")  # As if the run had stopped at update 196.
+    resumed = podracer.train(config, workdir=str(tmp_path / "split"))
+    assert f"resuming from {tmp_path / 'split' / 'checkpoints' / '196'}" in capfd.readouterr().err
+    for a, b in zip(jax.tree.leaves(result.learner_state), jax.tree.leaves(resumed.learner_state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert [r["loss"] for r in resumed.history] == [r["loss"] for r in result.history]  # Its records read back too.
+    assert result.history[-1]["loss"] > 0
+    assert cli.run(["evaluate", str(whole), "--opponent", "random", "--episodes", "1000"]) == 0
+    out = capfd.readouterr().out
     wins, draws, losses = map(int, re.search(r"in all: (\d+) wins, (\d+) draws, (\d+) losses", out).groups())
     assert losses == 0 and wins + draws == 1000 and wins > 900, out
-    assert cli.run(["evaluate", str(tmp_path), "--opponent", str(tmp_path), "--episodes", "100"]) == 0
-    assert "in all: 0 wins, 100 draws, 0 losses" in (out := capsys.readouterr().out), out  # Perfect play both sides.
-    assert cli.run(["export", str(tmp_path), "--out", str(tmp_path / "policy.bin")]) == 2  # Pgx's state: no export.
-    assert "jax.export cannot take as an input" in capsys.readouterr().err
-
-
-@pytest.mark.slow  # Three runs of 4 to 8 updates, of the learning test's program (compiled once a session).
-def test_a_run_resumed_from_a_checkpoint_equals_one_never_stopped(tmp_path):
-    """Half a run, then resumed to the end, equals the whole run bitwise: the parameters, the optimiser state and the
-    buffer (learning starts in the first half), with the games' states and keys in the checkpoint too."""
-    fields = {"updates_per_dispatch": 2, "checkpoint.every_updates": 2, "checkpoint.every_minutes": 0}
-    whole_steps = 64 * 16 * 8
-
-    def train(workdir: str, total_steps: int):
-        return podracer.train(
-            load_config(CONFIG, {**fields, "total_steps": total_steps}), workdir=str(tmp_path / workdir)
-        )
-
-    whole = train("whole", whole_steps)
-    half = train("split", whole_steps // 2)
-    resumed = train("split", whole_steps)
-    assert half.history[-1]["loss"] > 0  # It learned before the checkpoint it resumed from.
-    for a, b in zip(jax.tree.leaves(whole.learner_state), jax.tree.leaves(resumed.learner_state), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert [r["loss"] for r in resumed.history] == [r["loss"] for r in whole.history]  # Its records read back too.
+    assert cli.run(["evaluate", str(whole), "--opponent", str(whole), "--episodes", "100"]) == 0
+    assert "in all: 0 wins, 100 draws, 0 losses" in (out := capfd.readouterr().out), out  # Perfect play both sides.
+    assert cli.run(["export", str(whole), "--out", str(tmp_path / "policy.bin")]) == 2  # Pgx's state: no export.
+    assert "jax.export cannot take as an input" in capfd.readouterr().err

@@ -1,5 +1,7 @@
 """MuZero: the unrolled loss against NumPy, the search on a hand-built model, acting per environment."""
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -111,16 +113,23 @@ def np_loss(params, drawn, config):
     return np.mean(np.asarray(drawn.weights, np.float64) * np.array(totals)), np.array(totals)
 
 
+@functools.cache
+def loss_and_grad(value_bootstrap: str):
+    """`(params, sample) -> ((loss, aux), gradient)` under `agent_config(value_bootstrap=...)`, jitted once a
+    process: the loss test and the model-bootstrap test share its compiled program (the same shapes)."""
+    config = agent_config(value_bootstrap=value_bootstrap)
+    return jax.jit(jax.value_and_grad(lambda params, drawn: muzero.loss(params, drawn, config), has_aux=True))
+
+
 @pytest.mark.slow  # The per-sequence NumPy loop calls the model (jitted) step by step.
 def test_unrolled_loss_matches_the_numpy_sum_over_steps():
     """One random draw: `STEP_TYPE` holds every case (no end, termination, truncation, a LAST first item)."""
-    params, drawn, config = tiny_model_params(0), sample(0), agent_config()
-    expected, per_sequence = np_loss(params, drawn, config)
-    total, (metrics, priorities) = jax.jit(lambda p, d: muzero.loss(p, d, config))(params, drawn)
+    params, drawn = tiny_model_params(0), sample(0)
+    expected, per_sequence = np_loss(params, drawn, agent_config())
+    (total, (metrics, priorities)), gradients = loss_and_grad("search")(params, drawn)
     np.testing.assert_allclose(total, expected, rtol=1e-5)
     assert per_sequence[3] == 0.0 and priorities[3] == 0.0  # A sequence starting at a LAST step teaches nothing.
     assert np.all(np.asarray(priorities)[:3] > 0)
-    gradients = jax.jit(jax.grad(lambda p: muzero.loss(p, drawn, config)[0]))(params)
     assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(gradients))
 
 
@@ -138,7 +147,7 @@ def assert_values_match_numpy(got: muzero.Targets, trajectory: Trajectory, root_
 
 def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_ends():
     drawn = sample(3)
-    got = muzero.targets(drawn.trajectory, agent_config())
+    got = jax.jit(lambda trajectory: muzero.targets(trajectory, agent_config()))(drawn.trajectory)
     assert_values_match_numpy(got, drawn.trajectory, np.asarray(drawn.trajectory.extras["root_value"]))
     np.testing.assert_array_equal(
         got.in_episode, [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
@@ -148,7 +157,9 @@ def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_end
 def test_value_targets_bootstrap_from_given_values_at_steps_n_to_n_plus_k():
     drawn = sample(4)
     bootstrap = np.asarray(np.random.default_rng(0).normal(size=(K + 1, S)) * 5, np.float32)
-    got = muzero.targets(drawn.trajectory, agent_config(), jnp.asarray(bootstrap))
+    got = jax.jit(lambda trajectory, values: muzero.targets(trajectory, agent_config(), values))(
+        drawn.trajectory, jnp.asarray(bootstrap)
+    )
     root_value = np.array(drawn.trajectory.extras["root_value"])
     root_value[N : N + K + 1] = bootstrap
     assert_values_match_numpy(got, drawn.trajectory, root_value)
@@ -168,13 +179,9 @@ def test_model_bootstrap_takes_the_current_models_values_without_their_gradient(
         trajectory=drawn.trajectory.replace(extras={**drawn.trajectory.extras, "root_value": stored})
     )
 
-    def loss_and_grad(config):  # Jitted: eager, the three calls take 4 s more.
-        return jax.jit(lambda sample: jax.value_and_grad(lambda p: muzero.loss(p, sample, config)[0])(params))
-
-    model_loss, model_grad = loss_and_grad(agent_config(value_bootstrap="model"))(drawn)
-    search = loss_and_grad(agent_config())
-    search_loss, search_grad = search(as_stored)
-    unchanged_loss, _ = search(drawn)
+    (model_loss, _), model_grad = loss_and_grad("model")(params, drawn)
+    (search_loss, _), search_grad = loss_and_grad("search")(params, as_stored)
+    (unchanged_loss, _), _ = loss_and_grad("search")(params, drawn)
     np.testing.assert_allclose(model_loss, search_loss, rtol=1e-5)
     assert abs(float(model_loss) - float(unchanged_loss)) > 1e-4  # The bootstrap does change the targets.
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), model_grad, search_grad)
@@ -205,14 +212,21 @@ class ChainModel(nn.Module):
 GOOD = 2
 
 
-@pytest.mark.slow  # 8 s: a search compiled.
+def chain_search(config: ConfigDict, params: NetworkParams, observation: jax.Array):
+    """The search `config` names from the roots of `observation`, jitted whole: eager, mctx's loop and the ops
+    around it dispatch (and compile) one by one, several times slower."""
+    plan = search.search(config, gamma=0.9)
+    return jax.jit(lambda p, o, key: plan(p, search.root(p, o), key))(params, observation, jax.random.key(0))
+
+
+@pytest.mark.slow  # A search compiled.
 def test_muzero_search_visits_the_rewarding_action_most_and_its_weights_are_the_visit_counts():
     """24 simulations (6 checked nothing more): once found, `GOOD` takes the visits; the others get one at most."""
     simulations = 24
     config = agent_config(num_simulations=simulations, dirichlet_fraction=0.0, temperature=1e-3)
     params = NetworkParams(ChainModel(), {})
     observation = jnp.zeros((2, 1))
-    output = search.search(config, gamma=0.9)(params, search.root(params, observation), jax.random.key(0))
+    output = chain_search(config, params, observation)
     visits = np.asarray(output.search_tree.children_visits[:, 0])  # [B, A] at the root.
     assert np.all(visits.sum(-1) == simulations)  # mctx: every simulation passes through one root child.
     assert np.all(visits.argmax(-1) == GOOD) and np.all(output.action == GOOD)
@@ -226,7 +240,7 @@ def test_gumbel_search_picks_the_rewarding_action_and_halves_the_other_visits():
     simulations = 12
     config = agent_config(search="gumbel", num_simulations=simulations, gumbel_scale=0.0)
     params = NetworkParams(ChainModel(), {})
-    output = search.search(config, gamma=0.9)(params, search.root(params, jnp.zeros((1, 1))), jax.random.key(0))
+    output = chain_search(config, params, jnp.zeros((1, 1)))
     visits = np.asarray(output.search_tree.children_visits[0, 0])
     assert output.action[0] == GOOD and np.argmax(output.action_weights[0]) == GOOD
     assert visits.sum() == simulations
