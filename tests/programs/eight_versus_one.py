@@ -35,6 +35,7 @@ def main(core: str) -> dict:
             "optimizer.anneal_lr": False,
             "network.core": core,
             "network.core_size": 16,
+            "network.hidden_sizes": (16,),  # One small layer: equality does not depend on the network's size.
             "network.shared_torso": core != "none",  # A recurrent core feeds policy and value from one torso.
         },
         num_envs=32,
