@@ -36,6 +36,9 @@ CONFIG = "anakin_catch"
 # 8 dispatches of 4 updates, with a checkpoint after each (and none by time, however slow the run).
 OVERRIDES = {"num_envs": 32, "updates_per_dispatch": 4, "total_steps": 32 * 16 * 4 * 8, "checkpoint.every_updates": 4}
 OVERRIDES["checkpoint.every_minutes"] = 0
+# One small layer, in every run of the file: a resume is exact whatever the network's size, and a smaller program
+# traces and compiles faster in each of the file's many processes.
+OVERRIDES["network.hidden_sizes"] = (16,)
 # A recurrent agent's run: its environments' LSTM states are part of what a checkpoint must bring back.
 RECURRENT = {**OVERRIDES, "network.core": "lstm", "network.core_size": 16}
 TIMING_FIELDS = ("steps_per_second", "compile_seconds", "wall_seconds")
@@ -209,6 +212,7 @@ def test_a_signal_finishes_the_dispatch_writes_a_checkpoint_and_exits(tmp_path, 
         *(
             f"--config.num_envs={OVERRIDES['num_envs']}",
             f"--config.updates_per_dispatch={OVERRIDES['updates_per_dispatch']}",
+            "--config.network.hidden_sizes=(16,)",
         ),
         f"--config.max_dispatch_seconds={HANG_SECONDS}",
     )
@@ -228,6 +232,7 @@ def test_a_signal_finishes_the_dispatch_writes_a_checkpoint_and_exits(tmp_path, 
 
 SMALL = {"num_envs": 16, "updates_per_dispatch": 2, "total_steps": 16 * 16 * 2 * 3, "checkpoint.every_updates": 2}
 SMALL["checkpoint.every_minutes"] = 0
+SMALL["network.hidden_sizes"] = OVERRIDES["network.hidden_sizes"]
 
 
 def small_catch(**fields):

@@ -1,8 +1,12 @@
-"""Actor-critic on Catch: K updates on 8 devices, each holding 1/8 of the environments, and on 1 device holding all.
+"""PPO with a recurrent core: K updates on 8 devices, each holding 1/8 of the environments, and on 1 holding all.
 
-Prints a JSON summary; exits non-zero (an assertion) if the two differ beyond float rounding. Run with 8 forced
-CPU devices: `python -m tests.programs.eight_versus_one [CORE]`, CORE a recurrent core (`network.core`) or none.
-`tests.programs.ppo_eight_versus_one [CORE]` runs it after its own check, in the same process.
+One epoch of one minibatch and plain SGD: replicated over 8 devices, each update
+(gradients averaged over devices, advantages normalised with statistics pooled
+over them, each environment's recurrent state carried on its own device) must
+equal the update on 1 device with the whole batch. Prints a JSON summary; exits
+non-zero (an assertion) if the two differ beyond float rounding. Run with 8
+forced CPU devices: `python -m tests.programs.eight_versus_one [CORE]`, CORE a
+recurrent core (`network.core`) or none.
 """
 
 import json
@@ -22,13 +26,23 @@ def main(core: str) -> dict:
     assert jax.device_count() == 8, jax.devices()
     # Plain SGD: Adam's per-parameter normalisation would blow float noise in near-zero gradients up to full steps.
     config = load_config(
-        "anakin_catch",
-        {"optimizer.name": "sgd", "optimizer.learning_rate": 0.1, "network.core": core, "network.core_size": 16},
+        "anakin_cartpole_ppo",
+        {
+            "agent.num_epochs": 1,
+            "agent.num_minibatches": 1,
+            "optimizer.name": "sgd",
+            "optimizer.learning_rate": 0.1,
+            "optimizer.anneal_lr": False,
+            "network.core": core,
+            "network.core_size": 16,
+            "network.hidden_sizes": (16,),  # One small layer: equality does not depend on the network's size.
+            "network.shared_torso": core != "none",  # A recurrent core feeds policy and value from one torso.
+        },
         num_envs=32,
-        unroll_length=10,
+        unroll_length=16,
         updates_per_dispatch=3,
     )
-    env = envs.wrap_for_training(envs.make("catch"))
+    env = envs.wrap_for_training(envs.make("cartpole"))
     agent = agents.make(config, num_updates=3)
 
     def run(devices):
@@ -63,7 +77,8 @@ def main(core: str) -> dict:
     changed = max(
         float(np.abs(a - b).max()) for a, b in zip(jax.tree.leaves(params8), jax.tree.leaves(initial), strict=True)
     )
-    return {"episodes": float(np.sum(completed8.episodes)), "changed": changed}
+    loss = float(np.abs(metrics8["loss"]).max())
+    return {"episodes": float(np.sum(completed8.episodes)), "changed": changed, "loss": loss}
 
 
 if __name__ == "__main__":
