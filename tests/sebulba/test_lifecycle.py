@@ -60,9 +60,7 @@ def test_a_failure_in_any_thread_or_a_stalled_wait_ends_the_run_with_its_traceba
         assert (tmp_path / name / "metrics.jsonl").exists()  # Logs were flushed and closed.
 
 
-@pytest.mark.parametrize(
-    "signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"]
-)
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 @pytest.mark.slow  # A Sebulba run in a fresh process, stopped by the signal: about 10 s each.
 def test_a_signal_finishes_the_update_writes_a_checkpoint_and_exits(tmp_path, signal_number):
     process = start_cli(
