@@ -21,6 +21,7 @@ OBSERVATION_SPEC = {
 ACTION_SPEC = specs.DiscreteArray(A, name="action")
 
 
+@jax.jit  # One program, not a compile for each of its operations.
 def masked_observations(key) -> dict:
     """B observations with random legal sets, each with at least one legal action."""
     board_key, features_key, mask_key = jax.random.split(key, 3)
@@ -37,7 +38,8 @@ def make_agent(name: str, torso: str = "multi_input"):
     config = podracer.defaults(name)
     config.network.torso = torso
     agent = agents.make(config, num_updates=10)
-    return agent, agent.acting_params(agent.init(jax.random.key(0), OBSERVATION_SPEC, ACTION_SPEC))
+    state = jax.jit(lambda key: agent.init(key, OBSERVATION_SPEC, ACTION_SPEC))(jax.random.key(0))
+    return agent, agent.acting_params(state)
 
 
 def test_mask_illegal_is_the_lowest_float_where_illegal_and_the_values_elsewhere():
