@@ -115,13 +115,18 @@ def test_a_dispatch_slower_than_its_bound_is_split_without_changing_the_result(c
 
 # Overrides of configs/anakin_catch.py, and the step of each log record they must give: `total_steps` honoured to a
 # whole update, the dispatch length from log_records (or updates_per_dispatch), the last dispatch shorter.
+SLOW = pytest.mark.slow  # A whole run of its own, about 5 s: `make test-fast` keeps the first case only.
 BUDGETS = [
     # 8 x 4 = 32 steps an update: 1,000 steps take 32 updates (1,024 steps); 5 records, of 7 updates, the last of 4.
     ({"num_envs": 8, "unroll_length": 4, "total_steps": 1000, "log_records": 5}, [224, 448, 672, 896, 1024]),
     # 16 x 2 = 32 steps: 96 are exactly 3 updates; dispatched 2 at a time, so the last dispatch runs 1.
-    ({"num_envs": 16, "unroll_length": 2, "total_steps": 96, "updates_per_dispatch": 2}, [64, 96]),
+    pytest.param(
+        {"num_envs": 16, "unroll_length": 2, "total_steps": 96, "updates_per_dispatch": 2}, [64, 96], marks=SLOW
+    ),
     # Two devices of 4 environments, 3 steps: 24 steps an update; 100 steps take 5 updates, a record after each.
-    ({"num_envs": 8, "num_devices": 2, "unroll_length": 3, "total_steps": 100}, [24, 48, 72, 96, 120]),
+    pytest.param(
+        {"num_envs": 8, "num_devices": 2, "unroll_length": 3, "total_steps": 100}, [24, 48, 72, 96, 120], marks=SLOW
+    ),
     # A population's budget, rounded and with a shorter last dispatch: on four devices, in the test below.
 ]
 
