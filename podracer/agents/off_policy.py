@@ -42,7 +42,7 @@ from ml_collections import ConfigDict
 from podracer.agents import continuous_networks as cn
 from podracer.agents import replay
 from podracer.agents.agent import Agent
-from podracer.agents.optimizer import LearnerState, make_optimizer
+from podracer.agents.optimizer import LearnerState, flat_vector, make_optimizer
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -205,7 +205,8 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
         critic = LearnerState(optax.apply_updates(state.critic.params, updates), opt_state)
         state = state.replace(critic=critic, gradient_steps=state.gradient_steps + 1, key=key_data(key))
         state, improve_metrics = rules.improve(state, batch, jax.random.fold_in(improve_key, device), axis_name)
-        return state, {**metrics, "critic_grad_norm": optax.tree.norm(grads), **improve_metrics}, priorities
+        critic_grad_norm = optax.tree.norm(flat_vector(grads))  # The clip's own norm, computed once (`flat_vector`).
+        return state, {**metrics, "critic_grad_norm": critic_grad_norm, **improve_metrics}, priorities
 
     replayed_learn = replay.make_learn(replay_setup, gradient_step)
 
