@@ -22,7 +22,7 @@ import jax
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
-from podracer.runtime.xla_cpu import set_cpu_devices, set_cpu_threads
+from podracer.runtime.xla_cpu import set_cpu_devices, set_cpu_threads, unroll_threefry
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
@@ -32,13 +32,14 @@ INITIALIZATION_TIMEOUT_SECONDS = 120
 
 
 def start(config: ConfigDict) -> None:
-    """What a process sets up before JAX touches a device: XLA:CPU's threads and devices, then the job of
-    `config.replicas`.
+    """What a process sets up before JAX touches a device: XLA:CPU's threads, devices and random-number hash, then
+    the job of `config.replicas`.
 
     Raises `ConfigError` when the job does not have `config.replicas` processes.
     """
     set_cpu_threads(config.cpu_threads)
     set_cpu_devices(config.cpu_devices)
+    unroll_threefry()
     initialize(config.replicas)
     if jax.process_count() != config.replicas:
         raise ConfigError(

@@ -3,8 +3,10 @@ where they can."""
 
 import os
 
+import jax
 import pytest
 
+from podracer.runtime.xla_cpu import unroll_threefry
 from tests.helpers import run_module
 
 USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
@@ -62,3 +64,10 @@ def test_one_thread_gives_the_same_parameters_on_one_core_and_on_two():
         assert result.returncode == 0, result.stderr
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1]
+
+
+def test_unrolled_threefry_draws_the_same_numbers_without_a_loop():
+    unroll_threefry()
+    draw = jax.jit(lambda key: jax.random.randint(key, (6,), 0, 1000))
+    assert "stablehlo.while" not in draw.lower(jax.random.key(0)).as_text()
+    assert draw(jax.random.key(0)).tolist() == [789, 0, 712, 373, 771, 347]  # JAX's rolled loop draws these.
