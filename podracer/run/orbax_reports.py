@@ -12,10 +12,11 @@ Each of those prints a "RuntimeError: Event loop is closed" traceback: through
 the interpreter collects them at exit; and a task of orbax's that failed with
 the error itself has asyncio log it ("Task exception was never retrieved")
 whenever the task is collected, which may be well after the restore. `held`
-keeps these back during one save or restore, and lets them through if the operation succeeds or fails in a way
-the caller does not explain. After a failure it explains, the abandoned work
-may finish at any later time, so its reports stay held back for the rest of
-the process; nothing else raises into a loop orbax closed.
+keeps these back during one save or restore, and lets them through if the
+operation succeeds or fails in a way the caller does not explain. After a
+failure it explains, the abandoned work may finish at any later time, so its
+reports stay held back for the rest of the process; nothing else raises into a
+loop orbax closed.
 """
 
 import contextlib

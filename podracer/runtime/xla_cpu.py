@@ -35,7 +35,8 @@ rollout hashes several times a step (every environment's key split,
 epsilon-greedy's coin and action, the resets), so those loops add up:
 `unroll_threefry` gives the CPU the unrolled hash, the same numbers bit for
 bit. PQN on MinAtar Breakout (one thread, 128 environments x 32 steps) then
-takes 4% less CPU an update, and compiles no slower.
+takes 4% less CPU an update. Compiles move by about a second either way:
+faster for Catch and DQN, slower for SAC.
 """
 
 import os
