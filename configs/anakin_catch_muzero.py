@@ -5,7 +5,8 @@ update adds its 512 steps to the device buffers and takes 8 gradient steps on
 batches of 64 sequences on each device (one per 4 environment steps). An MLP model with a
 64-unit latent state, unrolled 5 steps, 5-step value targets over Catch's
 9-step episodes; Gumbel MuZero with 8 simulations, which mctx recommends
-for few simulations. It solves Catch in about 200K steps (20 s here).
+for few simulations. Its 307K steps end seeds 0-4 at 0.91-1.0 over the last
+100 episodes (about 30 s on the 2-core CI machine).
 """
 
 from podracer import defaults

@@ -34,7 +34,7 @@ Pendulum's 200-step time limit as a termination (gymnax 0.0.x's single
 rejax's networks start from flax's default initialisers and its log-std is
 clipped to [-10, 2], podracer's are orthogonal and [-5, 2].
 
-    python scripts/compare_rejax.py --rejax /tmp/rejax-site [--pairs 5] [--total-steps 10000]
+    python scripts/compare_rejax.py --rejax /tmp/rejax-site [--pairs 5] [--total-steps 10000] [--num-envs 1]
 """
 
 import argparse
@@ -69,8 +69,12 @@ EVAL_EPISODES = 128  # rejax's `eval_callback` plays 128 episodes.
 SIDES = ("rejax", "podracer")
 
 
-def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1):
+def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1, num_envs: int = 1):
     """(podracer's config, rejax's settings, steps per run): the same environment steps and hyperparameters.
+
+    `num_envs` environments on both sides (rejax's Pendulum settings have 1),
+    with as many gradient steps per update (rejax's `num_epochs`), so that
+    there is one gradient step per environment step whatever the number.
 
     rejax's fields map onto podracer's: `num_envs` environments stepped once
     per update (`unroll_length` 1), `num_epochs` gradient steps per update
@@ -86,10 +90,13 @@ def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1):
     """
     from podracer import load_config
 
-    steps = int(total_steps) // SETTINGS["num_envs"] * SETTINGS["num_envs"]
+    settings = {**SETTINGS, "num_envs": num_envs, "num_epochs": SETTINGS["num_epochs"] * num_envs}
+    steps = int(total_steps) // num_envs * num_envs
     if steps <= SETTINGS["fill_buffer"]:
         raise ValueError(f"--total-steps: no gradient step before {SETTINGS['fill_buffer']:,} steps are in the buffer")
-    envs = SETTINGS["num_envs"] * cpu_devices  # At least one environment per device.
+    envs = max(num_envs, cpu_devices)  # At least one environment per device.
+    if envs % cpu_devices or envs % num_envs:
+        raise ValueError(f"--num-envs {num_envs}: a multiple or a divisor of --cpu-devices {cpu_devices}")
     overrides = {
         "total_steps": steps,
         "num_envs": envs,
@@ -104,7 +111,7 @@ def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1):
         "optimizer.max_grad_norm": 1e10,
         "agent.gamma": SETTINGS["gamma"],
         "agent.target_tau": 1.0 - SETTINGS["polyak"],
-        "agent.replay_ratio": SETTINGS["num_epochs"] * envs // SETTINGS["num_envs"],
+        "agent.replay_ratio": settings["num_epochs"] * envs // num_envs,
         "agent.batch_size": SETTINGS["batch_size"] // cpu_devices,
         "agent.buffer_size": SETTINGS["buffer_size"] // cpu_devices,
         "agent.min_replay_size": (SETTINGS["fill_buffer"] + 1) // cpu_devices,
@@ -114,7 +121,7 @@ def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1):
         "evaluation.episodes": EVAL_EPISODES,
         "evaluation.greedy": False,
     }
-    return load_config(CONFIG, overrides), {**SETTINGS, "total_timesteps": steps}, steps
+    return load_config(CONFIG, overrides), {**settings, "total_timesteps": steps}, steps
 
 
 def one_done_pendulum():
@@ -167,6 +174,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--total-steps", type=int, default=SETTINGS["total_timesteps"], help="environment steps")
     parser.add_argument("--cpu-threads", type=int, default=1, help="XLA:CPU threads for both (0: one per core)")
     parser.add_argument("--cpu-devices", type=int, default=1, help="XLA:CPU devices podracer's Anakin runs over")
+    parser.add_argument("--num-envs", type=int, default=1, help="environments on both sides, a gradient step each")
     parser.add_argument("--updates-per-dispatch", type=int, default=1000, help="podracer's updates per dispatch")
     parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)  # One fresh process's run.
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -175,7 +183,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def one_run(args: argparse.Namespace) -> dict:
     """This process's timed run of `args.side` on `args.seed`."""
-    config, settings, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices)
+    config, settings, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices, args.num_envs)
     if args.side == "rejax":
         rate, final_return = run_rejax(args.rejax, settings, steps, args.seed)
         return {"steps_per_second": rate, "final_return": final_return}
@@ -191,7 +199,7 @@ def main(argv=None) -> int:
     if args.side is not None:
         print("RESULT " + json.dumps({"side": args.side, **one_run(args)}))
         return 0
-    _, _, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices)
+    _, _, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices, args.num_envs)
     threads = str(args.cpu_threads) if args.cpu_threads else ""  # PJRT_NPROC unset: one thread per core.
     env = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES")}
     env.update({"PJRT_NPROC": threads} if threads else {})
@@ -199,7 +207,7 @@ def main(argv=None) -> int:
     env["XLA_FLAGS"] = " ".join(flag for flag in env.get("XLA_FLAGS", "").split() if "device_count" not in flag)
     print(
         f"Pendulum-v1 SAC: {steps:,} steps per run, XLA:CPU threads={threads or 'one per core'}, "
-        f"podracer on {args.cpu_devices} XLA:CPU device(s), fresh processes",
+        f"{args.num_envs} environment(s), podracer on {args.cpu_devices} XLA:CPU device(s), fresh processes",
         flush=True,
     )
     results: dict[int, dict] = {}

@@ -10,10 +10,16 @@ categories (Section 3, Figure 1b). Its per-step input is
 
   x_t = [r_{t+1}, d_{t+1}, gamma_t, pi(a_t|s_t), phi(y(s_t)), phi(y(s_{t+1}))]
 
-the reward, whether the episode ends, the discount, the probability of the
-action taken, and both predictions through one shared embedding phi (a
-dense layer of `embedding_size` units, ReLU, then a dense layer to 1).
-Each environment (the batch axis) is read independently.
+the paper's [r_t, d_t, gamma, pi(a_t|s_t), y(s_t), y(s_{t+1})], the reward
+indexed by the step it arrives at: the reward, whether the episode ends, the
+discount, the probability of the action taken, and both predictions through
+one shared embedding phi (a dense layer of `embedding_size` units, ReLU,
+then a dense layer to 1). Two inputs differ from the paper's: the discount
+is gamma times the environment's (0 at a termination, where the paper gives
+the constant gamma), and d is 1 at any episode end, a truncation too. Each
+environment (the batch axis) is read independently. The LSTM is not reset at
+episode ends inside a trajectory (d tells it); the LAST -> FIRST reset step
+is read too, its targets masked out.
 
 The agent moves towards the targets (Eq. 2):
 
@@ -199,7 +205,11 @@ def regularisers(
     agents from collapsing early; the L2 terms keep the targets small. Means
     over the valid transitions; the norms are per transition. Unlike the
     update's, these targets read the agent's outputs as they are, so the
-    gradient in eta is the whole one, through the updated agent too.
+    gradient in eta is the whole one, through the updated agent too. The
+    targets penalised are those the rule gives the updated agent on the
+    validation unroll, not those that drove the K inner updates (GROOVE's
+    reproduction, Jackson et al. 2023, penalises the latter; the paper does
+    not say which).
     """
     out = agent_outputs(agent_params, trajectory, unroll_fn, gamma)
     pi_hat, log_y_hat = apply_rule(meta_params, settings, out.tr, jnp.exp(out.log_pi), jnp.exp(out.log_y))

@@ -6,7 +6,9 @@ families: one environment name and kwargs each, with its number of members.
 Families have different observation specs, so the program loops over them in
 Python and `vmap`s over each family's members; one meta-network eta serves all.
 
-One meta-update (Algorithm 1 of the paper, truncated):
+One meta-update (Algorithm 1 of the paper, truncated, and without its
+per-environment bandit over the agents' hyperparameters: their learning
+rate and alpha_y are fixed config values):
 
 - K inner updates per member: unroll T steps with the member's policy
   (`program.make_unroll`; the rollout is data, its parameters held constant),
@@ -17,7 +19,7 @@ One meta-update (Algorithm 1 of the paper, truncated):
 - the meta-gradient averaged over the members and the devices
   (`collectives.mean`), and an optimiser step (Adam) on eta;
 - lifetimes: at each meta-update's start, a member whose lifetime (inner
-  updates, drawn per lifetime from a range, as in the paper) has run out is
+  updates, drawn uniformly per lifetime from a range) has run out is
   re-initialised (parameters and optimiser state) on a newly drawn layout of
   its environment; the initial members are such, so the first meta-update
   starts them.

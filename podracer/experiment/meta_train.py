@@ -47,7 +47,7 @@ def defaults() -> ConfigDict:
             "updates": 100,  # Meta-updates in the run.
             "updates_per_dispatch": 10,  # Meta-updates per program call, between two records.
             "td_lambda": 0.95,  # Of the meta-objective's return and the critic's targets.
-            "costs": (0.01, 0.001, 0.001, 0.001),  # Eq. 4's beta_0 (H(pi)), beta_1 (H(y)), beta_2 (pi_hat), beta_3.
+            "costs": (0.01, 0.001, 0.001, 0.001),  # Eq. 4's beta_0..3 (H(pi), H(y), pi_hat, y_hat), not the paper's.
             "hidden_size": 32,  # The meta-network's LSTM units (the paper's 256).
             "embedding_size": 16,  # phi's units.
             "optimizer": ConfigDict(

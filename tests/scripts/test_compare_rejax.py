@@ -1,4 +1,5 @@
-"""`scripts/compare_rejax.py`: podracer's config takes rejax's Pendulum SAC settings, on one device or split over two.
+"""`scripts/compare_rejax.py`: podracer's config takes rejax's Pendulum SAC settings, on one device or split over two,
+at 1 environment or more on both sides.
 
 Timing itself needs rejax and is not tested here.
 """
@@ -40,6 +41,14 @@ def test_two_devices_split_the_environments_buffer_and_batch():
     assert (config.cpu_devices, config.num_devices, config.num_envs) == (2, 2, 2)
     assert agent.replay_ratio == 2  # Per update of 2 environment steps: one gradient step per environment step.
     assert (agent.batch_size * 2, agent.buffer_size * 2) == (settings["batch_size"], settings["buffer_size"])
+
+
+def test_both_sides_step_as_many_environments_with_a_gradient_step_each():
+    config, settings, steps = compare.plan(10_001, 1000, cpu_devices=2, num_envs=2)
+    assert (settings["num_envs"], settings["num_epochs"], config.num_envs) == (2, 2, 2)  # One per device.
+    assert config.agent.replay_ratio == 2 and steps == 10_000  # Whole updates of 2 environment steps.
+    with pytest.raises(ValueError, match="--num-envs 3"):
+        compare.plan(10_000, 1000, cpu_devices=2, num_envs=3)
 
 
 def test_a_run_that_never_learns_is_refused():
