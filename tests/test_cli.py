@@ -124,6 +124,9 @@ BAD_INPUTS = [
     ),
     (SEBULBA, ["--config.env.name=gymnasium:Nope-v0"], 1, ["config.env.name", "gymnasium has no environment"]),
     (SEBULBA, ["--config.env.name=gymnax:CartPole-v1"], 1, ["config.env.name", "run under anakin, not sebulba"]),
+    # Several agents in one environment (podracer.envs.multi_agent): no agent of podracer acts for them yet.
+    (CATCH, ["--config.env.name=jaxmarl:MPE_simple_spread_v3"], 1, ["config.agent.name", "has 3"]),
+    (CATCH, ["--config.env.name=jaxmarl:MPE_simple_sprad_v3"], 1, ["config.env.name", "MPE_simple_spread_v3"]),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
     (DQN, ["--config.agent.replay_ratio=0"], 2, ["config.agent.replay_ratio", ">= 1"]),
     (DQN, ["--config.agent.min_replay_size=60000"], 2, ["config.agent.min_replay_size", "buffer_size"]),

@@ -9,7 +9,9 @@ entries (`network_input`).
 A game's state. Self-play on a Pgx game (`env.kwargs.self_play`) puts the
 game's own state in the observation dict under `GAME_STATE`, for a search
 that steps the game's rules from where the agent acts (AlphaZero). It is the
-agent's, like the mask: no torso reads it (`network_input`).
+agent's, like the mask: no torso reads it (`network_input`). Nor does any
+torso read a multi-agent environment's `GLOBAL_STATE`, which only a
+centralised critic takes (`podracer.envs.multi_agent`).
 
 Clipping. A Gaussian policy samples unbounded actions. The trajectory keeps the sample
 itself, so its log-probability under the policy that drew it stays exact; only
@@ -43,7 +45,8 @@ def is_continuous(spec: Any) -> bool:
 
 ACTION_MASK = "action_mask"
 GAME_STATE = "game_state"
-FOR_THE_AGENT = (ACTION_MASK, GAME_STATE)  # Entries of an observation dict that no network reads.
+GLOBAL_STATE = "global_state"  # A multi-agent environment's state for a centralised critic (`multi_agent`).
+FOR_THE_AGENT = (ACTION_MASK, GAME_STATE, GLOBAL_STATE)  # Entries of an observation dict that no torso reads.
 
 
 def action_mask(observation: Any) -> chex.Array | None:

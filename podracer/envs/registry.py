@@ -73,6 +73,7 @@ SUITES = {
     "navix": _suite("navix_env", "navix", "stoa"),
     "popgym_arcade": _suite("popgym_arcade_env", "popgym_arcade"),
     "pgx": _suite("pgx_env", "pgx"),
+    "jaxmarl": _suite("jaxmarl_env", "jaxmarl"),  # Several agents in one environment (`podracer.envs.multi_agent`).
 }
 
 _JAX: dict[str, Callable[..., Environment]] = {

@@ -31,8 +31,9 @@ SUITE_NAMES = [
     "xminigrid:MiniGrid-Empty-8x8",
     "playground:PendulumSwingup",  # MuJoCo physics; ends at the time limit only.
     "popgym_arcade:CartPoleEasy",  # Images, through gymnax's adapter (Craftax's too, tested step by step).
+    "jaxmarl:MPE_simple_spread_v3",  # Three agents: actions, rewards and discounts [3], a global state.
 ]  # Not Brax's: its adapter's timesteps and specs are tests/envs/suites/test_brax_env.py's, MuJoCo's physics here.
-# Compiling MuJoCo's physics takes seconds; Jumanji's import and the grid worlds' compilations several.
+# Compiling MuJoCo's physics takes seconds; Jumanji's and JaxMARL's imports and the grid worlds' compilations several.
 SLOW_NAMES = {name for name in SUITE_NAMES if not name.startswith(("gymnax:", "pgx:tic"))}
 
 
@@ -63,8 +64,8 @@ class _AdapterConformance(test_utils.EnvironmentTestMixin):
                 break
         else:
             self.fail(f"{self.env_name}: no LAST timestep in {MAX_STEPS_TO_LAST} steps.")
-        self.assertIn(step.discount, (0.0, 1.0))
-        self.assertIsInstance(step.reward, (float, np.floating))
+        self.assertTrue(np.isin(step.discount, (0.0, 1.0)).all())  # One per agent in a multi-agent environment.
+        self.assertTrue(np.issubdtype(np.asarray(step.reward).dtype, np.floating))
         step = self.step_environment()
         self.assertIs(step.step_type, dm_env.StepType.FIRST)
         self.assertIsNone(step.reward)

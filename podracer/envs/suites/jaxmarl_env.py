@@ -1,0 +1,198 @@
+"""JaxMARL's multi-agent environments (Rutherford et al., NeurIPS 2024) for Anakin: `jaxmarl:MPE_simple_spread_v3`,
+`jaxmarl:SMAX`, ...
+
+The adapter keeps podracer's multi-agent contract (`podracer.envs.multi_agent`):
+homogeneous agents stacked on an agent axis in JaxMARL's own agent order
+(`env.agents`), each agent's observation under `LOCAL`, its legal actions
+under `ACTION_MASK` where JaxMARL gives them (`get_avail_actions`), and a
+`GLOBAL_STATE` for centralised critics. It calls JaxMARL's transition,
+`step_env`, never its auto-resetting `step`, and never resets by itself.
+
+JaxMARL gives one `done` per agent and `__all__` for the episode, without
+saying whether a time limit ended it. Each family of tasks says so here:
+
+- MPE (`MPE_*`): the only end is the time limit (`max_steps`, 25 by
+  default), a truncation: discounts stay 1. The global state is every
+  agent's observation, concatenated in agent order, as JaxMARL's MAPPO
+  baseline builds it for MPE (its `MPEWorldStateWrapper`).
+- SMAX (`SMAX` with `env.kwargs.scenario` a map name such as `"3m"`, and
+  `HeuristicEnemySMAX`): an agent's `done` is its unit's death, a
+  termination of its part; the episode terminates when a team is all dead,
+  and is truncated at `max_steps` otherwise. The global state is SMAX's
+  `world_state`.
+
+Other JaxMARL tasks follow as their ends are written down here.
+"""
+
+import contextlib
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from dm_env import specs
+
+with contextlib.redirect_stdout(sys.stdout), contextlib.redirect_stderr(sys.stderr):
+    # JaxMARL's MABrax module sets sys.stdout and sys.stderr back to the process's own when it is imported, which
+    # would take a notebook's output, or anything else that captures it, away; both are put back as they were.
+    import jaxmarl
+
+from podracer.envs import multi_agent
+from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
+from podracer.envs.timestep import TimeStep
+
+__all__ = ["JaxMarlEnvironment", "JaxMarlState", "is_task", "make", "task_names"]
+
+Settings = tuple[tuple[str, Any], ...]  # Keyword arguments, hashable.
+
+
+class JaxMarlState(NamedTuple):
+    env_state: Any  # JaxMARL's own state.
+    key: chex.PRNGKey  # For the next step's randomness (JaxMARL's `step_env` takes a key).
+
+
+class Ends(NamedTuple):
+    """How a family of JaxMARL tasks ends, read from the state after a step and JaxMARL's `dones`."""
+
+    agent_terminated: Callable[[Any, Any, dict, list], chex.Array]  # (env, state, dones, agents) -> [N] bool.
+    terminated: Callable[[Any, Any], chex.Array]  # (env, state) -> bool: the episode reached a terminal state.
+    global_state: Callable[[Any, list], chex.Array]  # (observations, agents) -> the state a centralised critic reads.
+
+
+def _mpe_global_state(observations: dict, agents: list) -> chex.Array:
+    return jnp.concatenate([observations[agent].reshape(-1) for agent in agents])
+
+
+def _smax_team_dead(env: Any, state: Any) -> chex.Array:
+    alive = getattr(state, "state", state).unit_alive  # HeuristicEnemySMAX wraps SMAX's state.
+    return ~jnp.any(alive[: env.num_allies]) | ~jnp.any(alive[env.num_allies :])
+
+
+FAMILIES: dict[str, Ends] = {
+    "MPE_": Ends(
+        agent_terminated=lambda env, state, dones, agents: jnp.zeros((len(agents),), bool),
+        terminated=lambda env, state: jnp.bool_(False),
+        global_state=_mpe_global_state,
+    ),
+    "SMAX": Ends(
+        agent_terminated=lambda env, state, dones, agents: jnp.stack([dones[agent] for agent in agents]),
+        terminated=_smax_team_dead,
+        global_state=lambda observations, agents: observations["world_state"],
+    ),
+    "HeuristicEnemySMAX": Ends(
+        agent_terminated=lambda env, state, dones, agents: jnp.stack([dones[agent] for agent in agents]),
+        terminated=_smax_team_dead,
+        global_state=lambda observations, agents: observations["world_state"],
+    ),
+}
+
+
+def _family(task: str) -> Ends | None:
+    return FAMILIES.get(task) or next((ends for name, ends in FAMILIES.items() if task.startswith(name)), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class JaxMarlEnvironment(multi_agent.MultiAgentEnvironment):
+    """JaxMARL's `task` under podracer's multi-agent contract; build it with `make`."""
+
+    task: str
+    settings: Settings = ()
+
+    @property
+    def suite_env(self) -> Any:
+        """JaxMARL's environment object (shared by equal adapters)."""
+        return _jaxmarl_env(self.task, self.settings)
+
+    @property
+    def agents(self) -> list[str]:
+        return list(self.suite_env.agents)
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agents)
+
+    def reset(self, key: chex.PRNGKey) -> tuple[JaxMarlState, TimeStep]:
+        key, reset_key = jax.random.split(key)
+        observations, env_state = self.suite_env.reset(reset_key)
+        return JaxMarlState(env_state, key), multi_agent.restart(
+            self._observation(observations, env_state), self.num_agents
+        )
+
+    def step(self, state: JaxMarlState, action: chex.Array) -> tuple[JaxMarlState, TimeStep]:
+        key, step_key = jax.random.split(state.key)
+        actions = {agent: action[i] for i, agent in enumerate(self.agents)}
+        observations, env_state, rewards, dones, _ = self.suite_env.step_env(step_key, state.env_state, actions)
+        ends = _family(self.task)
+        terminated = ends.terminated(self.suite_env, env_state)
+        timestep = multi_agent.transition(
+            self._observation(observations, env_state),
+            jnp.stack([rewards[agent] for agent in self.agents]),
+            ends.agent_terminated(self.suite_env, env_state, dones, self.agents),
+            terminated,
+            dones["__all__"] & ~terminated,
+        )
+        return JaxMarlState(env_state, key), timestep
+
+    def _observation(self, observations: dict, env_state: Any) -> dict:
+        observation = {
+            multi_agent.LOCAL: jnp.stack([observations[agent] for agent in self.agents]),
+            GLOBAL_STATE: _family(self.task).global_state(observations, self.agents),
+        }
+        if _has_action_masks(self.suite_env):
+            available = self.suite_env.get_avail_actions(env_state)
+            observation[ACTION_MASK] = jnp.stack([available[agent] for agent in self.agents]).astype(bool)
+        return observation
+
+    def observation_spec(self) -> dict:
+        return jax.tree.map(
+            lambda x: specs.Array(x.shape, x.dtype, name="observation"),
+            jax.eval_shape(lambda key: self.reset(key)[1].observation, jax.random.key(0)),
+        )
+
+    def action_spec(self) -> specs.BoundedArray:
+        space = self.suite_env.action_space(self.agents[0])
+        if hasattr(space, "n"):
+            return specs.BoundedArray((self.num_agents,), np.int32, 0, int(space.n) - 1, name="action")
+        low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+        return specs.BoundedArray((self.num_agents, *space.shape), np.float32, low, high, name="action")
+
+
+def _has_action_masks(env: Any) -> bool:
+    """Whether JaxMARL's task gives legal actions (its base class raises `NotImplementedError` otherwise)."""
+    return type(env).get_avail_actions is not jaxmarl.environments.MultiAgentEnv.get_avail_actions
+
+
+def is_task(task: str) -> bool:
+    return task in jaxmarl.registered_envs and _family(task) is not None
+
+
+def task_names() -> list[str]:
+    return [task for task in jaxmarl.registered_envs if _family(task) is not None]
+
+
+def make(task: str, **kwargs: Any) -> JaxMarlEnvironment:
+    """The adapter of JaxMARL's `task`; `kwargs` are JaxMARL's (`scenario` of SMAX is a map name such as `"3m"`).
+
+    Raises `ValueError` for heterogeneous agents, which the stacked agent axis cannot hold.
+    """
+    env = JaxMarlEnvironment(task, tuple(sorted(kwargs.items())))
+    spaces = {agent: env.suite_env.observation_space(agent).shape for agent in env.agents}
+    if len(set(spaces.values())) > 1:
+        raise ValueError(f"jaxmarl:{task}'s agents observe different shapes {spaces}; podracer stacks equal ones")
+    return env
+
+
+@functools.lru_cache(maxsize=32)
+def _jaxmarl_env(task: str, settings: Settings) -> Any:
+    """JaxMARL's environment object, built once per task and keyword arguments."""
+    kwargs = dict(settings)
+    if isinstance(kwargs.get("scenario"), str):
+        from jaxmarl.environments.smax import map_name_to_scenario
+
+        kwargs["scenario"] = map_name_to_scenario(kwargs["scenario"])
+    return jaxmarl.make(task, **kwargs)
