@@ -73,22 +73,19 @@ def _smax_team_dead(env: Any, state: Any) -> chex.Array:
     return ~jnp.any(alive[: env.num_allies]) | ~jnp.any(alive[env.num_allies :])
 
 
-FAMILIES: dict[str, Ends] = {
+_SMAX = Ends(
+    agent_terminated=lambda env, state, dones, agents: jnp.stack([dones[agent] for agent in agents]),
+    terminated=_smax_team_dead,
+    global_state=lambda observations, agents: observations["world_state"],
+)
+FAMILIES: dict[str, Ends] = {  # A task's family: its own name, or else the first name it starts with.
     "MPE_": Ends(
         agent_terminated=lambda env, state, dones, agents: jnp.zeros((len(agents),), bool),
         terminated=lambda env, state: jnp.bool_(False),
         global_state=_mpe_global_state,
     ),
-    "SMAX": Ends(
-        agent_terminated=lambda env, state, dones, agents: jnp.stack([dones[agent] for agent in agents]),
-        terminated=_smax_team_dead,
-        global_state=lambda observations, agents: observations["world_state"],
-    ),
-    "HeuristicEnemySMAX": Ends(
-        agent_terminated=lambda env, state, dones, agents: jnp.stack([dones[agent] for agent in agents]),
-        terminated=_smax_team_dead,
-        global_state=lambda observations, agents: observations["world_state"],
-    ),
+    "SMAX": _SMAX,
+    "HeuristicEnemySMAX": _SMAX,
 }
 
 
