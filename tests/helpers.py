@@ -41,6 +41,11 @@ HANG_SECONDS = 600.0
 # to stop, and fails one whose threads wait longer than stall_timeout_seconds. Tests set them to HANG_SECONDS.
 TIMING_FIELDS = {"anakin": ("max_dispatch_seconds",), "sebulba": ("stop_grace_seconds", "stall_timeout_seconds")}
 
+QUICK_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+"""XLA flags for a test's child processes that compile less (a tiny program's compile is most of its cost): XLA's
+backend optimisations and its CPU fusion emitters off. For runs compared with each other (a resumed run with an
+uninterrupted one), every one of them compiled alike."""
+
 
 def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fields: Any):
     """`configs/NAME.py` with overrides of dotted fields, as `podracer.config.loading.load` applies them (then locked).

@@ -20,8 +20,10 @@ import pytest
 
 import podracer
 from podracer.run.checkpoints import Checkpointer
+from podracer.runtime import local_pod
 from tests.helpers import (
     HANG_SECONDS,
+    QUICK_COMPILE_FLAGS,
     finish,
     last_json_line,
     load_config,
@@ -153,32 +155,35 @@ def test_a_kill_during_a_save_leaves_the_previous_checkpoint_to_resume_from(tmp_
     assert records(workdir) == records(whole_dir)
 
 
-def run_pod(workdir, *pause_and_hold: str) -> list[subprocess.Popen]:
-    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/test_distributed.py).
+# The pod's own run: 4 dispatches of 4 updates, a checkpoint after each; it compiles a program of its own (4 devices
+# in 2 processes) whatever its length.
+POD = {**OVERRIDES, "total_steps": 32 * 16 * 4 * 4}
 
-    `pause_and_hold`: train_in_pod's PAUSE_SECONDS and HOLD_FROM, if given.
+
+def run_pod(*workdirs, pause_and_hold: tuple[str, ...] = ()) -> list[subprocess.Popen]:
+    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/runtime/test_distributed.py),
+    training into `workdirs` in turn.
+
+    `pause_and_hold`: train_in_pod's PAUSE_SECONDS and HOLD_FROM, if given. Compiled with `QUICK_COMPILE_FLAGS`.
     """
-    return start_pod("train_in_pod", 2, 2, args=(CONFIG, json.dumps(OVERRIDES), str(workdir), *pause_and_hold))
+    quick = {"XLA_FLAGS": f"{local_pod.forced_cpu_env(2)['XLA_FLAGS']} {QUICK_COMPILE_FLAGS}"}
+    args = (CONFIG, json.dumps(POD), os.pathsep.join(map(str, workdirs)), *pause_and_hold)
+    return start_pod("train_in_pod", 2, 2, args=args, env=quick)
 
 
-def results(pod: list[subprocess.Popen]) -> list[tuple[dict, str]]:
-    """Every process's printed result and stderr, once each has exited with 0."""
-    return [(last_json_line(stdout), stderr) for stdout, stderr in finish(pod)]
+def results(pod: list[subprocess.Popen]) -> list[tuple[list[dict], str]]:
+    """Every process's printed results (one a workdir, among gloo's lines) and stderr, once each has exited with 0."""
+    outputs = finish(pod)
+    return [([json.loads(line) for line in out.splitlines() if line.startswith("{")], err) for out, err in outputs]
 
 
-@pytest.mark.slow  # 35-45 s: a pod of two processes, three times.
+@pytest.mark.slow  # About 20 s: a pod of two processes, twice (the second resumes, then runs the uninterrupted one).
 def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
-    whole = results(run_pod(tmp_path / "whole"))
-    # The uninterrupted pod: Anakin replicated over 2 processes x 2 devices, the same parameters in each process,
-    # and one record per log step for the whole job, from process 0 (tests/runtime/test_distributed.py: Sebulba's).
-    assert sorted(result["process"] for result, _ in whole) == [0, 1]
-    assert all(result["devices"] == 4 and result["steps"] == OVERRIDES["total_steps"] for result, _ in whole)
-    assert whole[0][0]["digest"] == whole[1][0]["digest"]
-    steps = [record["step"] for record in records(tmp_path / "whole")]
-    assert steps == sorted(set(steps)) and steps[-1] == OVERRIDES["total_steps"]
-
-    # Paused at each record, and held from the fifth: 4 dispatches of 8 are the most it can run before the kill.
-    pod, folder = run_pod(tmp_path / "killed", "0.2", "5"), tmp_path / "killed" / "checkpoints"
+    """The relaunched pod resumes the killed run, then runs the uninterrupted one in the same processes, which saves
+    a pod's start; the resume is the first run of its processes, as after a crash."""
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    # Paused at each record, and held at the fourth, the last (before its checkpoint): it cannot end before the kill.
+    pod, folder = run_pod(killed, pause_and_hold=("0.2", "4")), killed / "checkpoints"
 
     def two_checkpoints() -> bool:  # Beyond the first.
         return folder.is_dir() and sum(name.isdigit() for name in os.listdir(folder)) >= 2
@@ -191,14 +196,23 @@ def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
     for process in pod:
         process.wait()
 
-    relaunched = results(run_pod(tmp_path / "killed"))
-    assert f"resuming from {folder}/" in relaunched[0][1]  # Process 0 says so.
-    compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]
+    relaunched = results(run_pod(killed, whole))
+    resumed, uninterrupted = ([lines[i] for lines, _ in relaunched] for i in (0, 1))
+    # The uninterrupted pod: Anakin replicated over 2 processes x 2 devices, the same parameters in each process,
+    # and one record per log step for the whole job, from process 0 (tests/runtime/test_distributed.py: Sebulba's).
+    assert sorted(result["process"] for result in uninterrupted) == [0, 1]
+    assert all(result["devices"] == 4 and result["steps"] == POD["total_steps"] for result in uninterrupted)
+    assert uninterrupted[0]["digest"] == uninterrupted[1]["digest"]
+    steps = [record["step"] for record in records(whole)]
+    assert steps == sorted(set(steps)) and steps[-1] == POD["total_steps"]
+
+    stderr = relaunched[0][1]  # Process 0 says it resumes, once: the uninterrupted run started afresh.
+    assert f"resuming from {folder}/" in stderr and stderr.count("resuming from") == 1
+    compiled_at = [r["step"] for r in records(killed, timings=True) if "compile_seconds" in r]
     assert len(compiled_at) == 2 and compiled_at[1] > 512 * 8  # It went on from checkpoint 8 or a later one.
 
-    assert [result for result, _ in relaunched] == [result for result, _ in whole]  # Each process's parameters.
-    assert relaunched[0][0]["digest"] == relaunched[1][0]["digest"]
-    assert records(tmp_path / "killed") == records(tmp_path / "whole")
+    assert resumed == uninterrupted  # Each process's parameters.
+    assert records(killed) == records(whole)
     assert not [name for name in os.listdir(folder) if not name.isdigit()]  # No temporary folder left behind.
 
 
