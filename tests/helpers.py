@@ -29,6 +29,7 @@ import pytest
 
 from podracer.config import loading
 from podracer.runtime import local_pod
+from podracer.runtime.xla_cpu import DEVICES_FLAG
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,10 +81,16 @@ def replicas_identical(tree: Any) -> bool:
 
 
 def subprocess_env(num_devices: int = 1, env: Mapping[str, str | None] | None = None) -> dict:
-    """This process's environment for a child that sees `num_devices` CPU devices; `env` adds (None removes) names."""
+    """This process's environment for a child that sees `num_devices` CPU devices; `env` adds (None removes) names.
+
+    The child keeps the session's other XLA flags (`tests/conftest.py`): JAX keys its persistent compilation cache
+    by `XLA_FLAGS` as well as by the program, so a child with the session's two devices and flags reuses what the
+    tests compiled in process, and they what it compiled (the docs' examples are the tests' own runs).
+    """
+    flags = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if not flag.startswith(f"{DEVICES_FLAG}=")]
     merged = {
         **os.environ,
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={num_devices}",
+        "XLA_FLAGS": " ".join([*flags, f"{DEVICES_FLAG}={num_devices}"]),
         "JAX_PLATFORMS": "cpu",
         **(env or {}),
     }
