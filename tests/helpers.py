@@ -29,7 +29,7 @@ import pytest
 
 from podracer.config import loading
 from podracer.runtime import local_pod
-from podracer.runtime.xla_cpu import DEVICES_FLAG
+from podracer.runtime.xla_cpu import with_forced_devices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,10 +87,9 @@ def subprocess_env(num_devices: int = 1, env: Mapping[str, str | None] | None = 
     by `XLA_FLAGS` as well as by the program, so a child with the session's two devices and flags reuses what the
     tests compiled in process, and they what it compiled (the docs' examples are the tests' own runs).
     """
-    flags = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if not flag.startswith(f"{DEVICES_FLAG}=")]
     merged = {
         **os.environ,
-        "XLA_FLAGS": " ".join([*flags, f"{DEVICES_FLAG}={num_devices}"]),
+        "XLA_FLAGS": with_forced_devices(os.environ.get("XLA_FLAGS", ""), num_devices),
         "JAX_PLATFORMS": "cpu",
         **(env or {}),
     }

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from podracer.runtime.distributed import COORDINATOR_ENV, PROCESS_ID_ENV
+from podracer.runtime.xla_cpu import with_forced_devices
 
 GRACE_SECONDS = 20  # How long a stopped process may take to exit after SIGTERM before it is killed.
 POLL_SECONDS = 0.2
@@ -35,12 +36,12 @@ def free_port() -> int:
 def forced_cpu_env(devices: int, base: Mapping[str, str] | None = None) -> dict:
     """`base` (this process's environment by default) for a child that sees `devices` forced CPU devices.
 
-    The flag is appended to any `XLA_FLAGS` already set; XLA reads the last one.
+    Any `XLA_FLAGS` already set are kept, with this count in place of theirs (`xla_cpu.with_forced_devices`).
     """
     base = os.environ if base is None else base
     return dict(
         base,
-        XLA_FLAGS=f"{base.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
+        XLA_FLAGS=with_forced_devices(base.get("XLA_FLAGS", ""), devices),
         JAX_PLATFORMS="cpu",
         PYTHONUNBUFFERED="1",
     )

@@ -52,6 +52,17 @@ DEVICES_ENV = "JAX_NUM_CPU_DEVICES"
 DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
 
+def with_forced_devices(xla_flags: str, devices: int) -> str:
+    """`xla_flags` with `devices` forced CPU devices in place of any count they set, the other flags kept.
+
+    One count, not a second appended (XLA would read the last): JAX keys its
+    persistent compilation cache by the flags' text, so a child given the same
+    count as its parent reuses the programs the parent compiled.
+    """
+    kept = [flag for flag in xla_flags.split() if not flag.startswith(f"{DEVICES_FLAG}=")]
+    return " ".join([*kept, f"{DEVICES_FLAG}={devices}"])
+
+
 def set_cpu_threads(threads: int) -> None:
     """Sizes XLA:CPU's thread pools to `threads` (0: one per core) if JAX has not started yet."""
     if threads == 0 or THREADS_ENV in os.environ or _too_late("cpu_threads", threads, f"{THREADS_ENV}={threads}"):

@@ -6,7 +6,7 @@ import os
 import jax
 import pytest
 
-from podracer.runtime.xla_cpu import unroll_threefry
+from podracer.runtime.xla_cpu import unroll_threefry, with_forced_devices
 from tests.helpers import run_module
 
 USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
@@ -71,3 +71,11 @@ def test_unrolled_threefry_draws_the_same_numbers_without_a_loop():
     draw = jax.jit(lambda key: jax.random.randint(key, (6,), 0, 1000))
     assert "stablehlo.while" not in draw.lower(jax.random.key(0)).as_text()
     assert draw(jax.random.key(0)).tolist() == [789, 0, 712, 373, 771, 347]  # JAX's rolled loop draws these.
+
+
+def test_a_forced_device_count_replaces_the_one_set_and_keeps_the_other_flags():
+    flags = "--xla_force_host_platform_device_count=2 --xla_llvm_disable_expensive_passes=true"
+    assert with_forced_devices(flags, 4) == (
+        "--xla_llvm_disable_expensive_passes=true --xla_force_host_platform_device_count=4"
+    )
+    assert with_forced_devices("", 1) == "--xla_force_host_platform_device_count=1"
