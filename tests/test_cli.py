@@ -14,6 +14,7 @@ from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_c
 
 CATCH = "configs/anakin_catch.py"
 TICTACTOE = "configs/anakin_tictactoe_alphazero.py"
+COORDINATION = "tests/programs/coordination_game.py"  # Two agents (IPPO) on a cooperative game of its own.
 
 
 @pytest.mark.slow  # A podracer train run in a fresh process, about 10 s.
@@ -127,6 +128,21 @@ BAD_INPUTS = [
     # Several agents in one environment (podracer.envs.multi_agent): no agent of podracer acts for them yet.
     (CATCH, ["--config.env.name=jaxmarl:MPE_simple_spread_v3"], 1, ["config.agent.name", "has 3"]),
     (CATCH, ["--config.env.name=jaxmarl:MPE_simple_sprad_v3"], 1, ["config.env.name", "MPE_simple_spread_v3"]),
+    # Several agents (podracer.agents.ippo): an agent of several on one, a centralised critic without a global state
+    # or on the policy's torso.
+    (COORDINATION, ["--config.env.name=catch"], 1, ["config.env.name", "'ippo'", "has one"]),
+    (
+        COORDINATION,
+        ["--config.agent.critic=centralised", "--config.env.kwargs.global_state=False"],
+        1,
+        ["config.agent.critic", "global state", "--config.agent.critic=local"],
+    ),
+    (
+        COORDINATION,
+        ["--config.agent.critic=centralised", "--config.network.shared_torso=True"],
+        1,
+        ["config.network.shared_torso", "--config.network.shared_torso=False"],
+    ),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
     (DQN, ["--config.agent.replay_ratio=0"], 2, ["config.agent.replay_ratio", ">= 1"]),
     (DQN, ["--config.agent.min_replay_size=60000"], 2, ["config.agent.min_replay_size", "buffer_size"]),
@@ -156,12 +172,6 @@ BAD_INPUTS = [
     # Recurrent cores (podracer.agents.cores).
     (CATCH, ["--config.network.core=rnn"], 1, ["config.network.core", "'rnn'", "'lstm'"]),
     (CATCH, ["--config.network.core=lstm", "--config.network.core_size=0"], 1, ["config.network.core_size", ">= 1"]),
-    (
-        "configs/anakin_cartpole_ppo.py",
-        ["--config.network.core=gru"],
-        1,
-        ["config.network.shared_torso", "gru core", "--config.network.shared_torso=True"],
-    ),
     (
         "configs/anakin_catch_muzero.py",
         ["--config.network.core=lstm"],

@@ -283,7 +283,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         act=sampling_act,
         learn=learn,
         acting_params=acting_params,
-        initial_state=recurrent_state(config.network),
+        initial_state=recurrent_state(config.network, networks.q_network_state),
         greedy_act=greedy(sampling_act),
     )
 

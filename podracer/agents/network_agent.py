@@ -56,15 +56,21 @@ class Normalizers:
 
 
 def network_agent(
-    config: ConfigDict, optimizer: optax.GradientTransformation, learn: Callable, prediction_size: int = 0
+    config: ConfigDict,
+    optimizer: optax.GradientTransformation,
+    learn: Callable,
+    prediction_size: int = 0,
+    centralised_critic: bool = False,
 ) -> Agent:
-    """The agent around `learn`; `prediction_size` > 0 gives its network a prediction vector in place of the value
-    (`networks.ActorCritic`)."""
+    """The agent around `learn`; `prediction_size` > 0 gives its network a prediction vector in place of the value,
+    and `centralised_critic` a value function of the global state (`networks.ActorCritic`)."""
     agent_config = config.agent
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> LearnerState:
         module = networks.make_network(config.network, observation_spec, action_spec)
-        params = networks.init_module(key, module.clone(prediction_size=prediction_size), observation_spec)
+        params = networks.init_module(
+            key, module.clone(prediction_size=prediction_size, centralised_critic=centralised_critic), observation_spec
+        )
         normalizers = Normalizers(
             observations=normalization.init(observation_spec) if agent_config.normalize_observations else None,
             returns=normalization.init(jnp.zeros(())) if agent_config.scale_rewards else None,
@@ -89,11 +95,14 @@ def network_agent(
     )
 
 
-def recurrent_state(network_config: ConfigDict) -> Callable[[int], Any] | None:
-    """An agent's `initial_state` for the network `config.network` describes: None for a feed-forward one."""
+def recurrent_state(
+    network_config: ConfigDict, network_state: Callable[[ConfigDict, int], Any] = networks.network_state
+) -> Callable[[int], Any] | None:
+    """An agent's `initial_state` for the network `config.network` describes (an `ActorCritic`'s, or with
+    `networks.q_network_state` a `QNetwork`'s): None for a feed-forward one."""
     if network_config.core == "none":
         return None
-    return functools.partial(networks.network_state, network_config)
+    return functools.partial(network_state, network_config)
 
 
 def normalize(

@@ -19,21 +19,20 @@ from flax import struct
 from ml_collections import ConfigDict
 
 from podracer.agents import normalization
-from podracer.agents.cores import Core, initial_state
 from podracer.agents.layers import dense
-from podracer.agents.policy import head_for, mask_illegal
-from podracer.agents.torsos import (
-    MLP,
-    VECTOR_TORSOS,
-    MultiInput,
-    check_reads_observations,
-    flatten_observation,
-    pixel_torso,
-    preprocess_pixels,
+from podracer.agents.network_parts import (
+    core_features,
+    core_state,
+    cores_of_heads,
+    head_torso,
+    split_leading,
+    torso_features,
 )
+from podracer.agents.policy import head_for, mask_illegal
+from podracer.agents.torsos import VECTOR_TORSOS, check_reads_observations
 from podracer.agents.trajectory import Trajectory, merge_leading_dims
 from podracer.config.errors import ConfigError
-from podracer.envs.actions import action_mask, network_input
+from podracer.envs.actions import action_mask
 from podracer.envs.timestep import FIRST
 
 ACTION_HEADS = ("categorical", "gaussian")
@@ -81,19 +80,16 @@ class ActorCritic(nn.Module):
     head_hidden_sizes: Sequence[int] = ()
     layer_norm: bool = False
     prediction_size: int = 0
+    centralised_critic: bool = False
 
     @nn.compact
     def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, tuple[dict, jnp.ndarray]]:
         leading = first.shape
         observation = merge_leading_dims(observation, len(leading))
-        if self.core != "none" and not self.shared_torso:
-            raise ValueError(f"the {self.core} core feeds policy and value from one torso; set shared_torso=True.")
-        policy_features, value_features = _torso(self, observation, self.shared_torso)
-        state, policy_features = _core(self, state, policy_features, first)
-        if self.core != "none":
-            value_features = policy_features  # The torso is shared: the core's features serve both heads.
-        head = dense(self.action_size, 0.01)(_head_torso(self, policy_features))
-        value = dense(self.prediction_size or 1, 1.0)(_head_torso(self, value_features))
+        features = torso_features(self, observation, self.shared_torso, self.centralised_critic)
+        state, (policy_features, value_features) = cores_of_heads(self, state, features, first, self.shared_torso)
+        head = dense(self.action_size, 0.01)(head_torso(self, policy_features))
+        value = dense(self.prediction_size or 1, 1.0)(head_torso(self, value_features))
         value = value if self.prediction_size else value[..., 0]
         if self.action_head == "categorical":
             outputs = {"logits": mask_illegal(head, action_mask(observation))}
@@ -102,7 +98,7 @@ class ActorCritic(nn.Module):
             outputs = {"mean": head, "log_std": jnp.broadcast_to(log_std, head.shape)}
         else:
             raise ValueError(f"Unknown action head {self.action_head!r}; choose one of {ACTION_HEADS}.")
-        return state, _split_leading((outputs, value), leading)
+        return state, split_leading((outputs, value), leading)
 
 
 class QNetwork(nn.Module):
@@ -127,52 +123,10 @@ class QNetwork(nn.Module):
     def __call__(self, state: Any, observation: Any, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
         leading = first.shape
         observation = merge_leading_dims(observation, len(leading))
-        features, _ = _torso(self, observation, shared=True)
-        state, features = _core(self, state, features, first)
-        q_values = mask_illegal(dense(self.action_size, 1.0)(_head_torso(self, features)), action_mask(observation))
-        return state, _split_leading(q_values, leading)
-
-
-def _torso(network: nn.Module, observation: Any, shared: bool) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """The policy's and the value's features `[N, F]` from the network's torso (one torso when `shared`), which
-    reads the observation without its action mask and game state (`network_input`)."""
-    observation = network_input(observation)
-    if network.torso not in VECTOR_TORSOS:
-        if not shared:
-            raise ValueError(f"torso {network.torso!r} is shared by policy and value; set shared_torso=True.")
-        features = pixel_torso(network)(preprocess_pixels(observation))
-        return features, features
-    features = [_vector_torso(network, observation) for _ in range(1 if shared else 2)]
-    return features[0], features[-1]
-
-
-def _vector_torso(network: nn.Module, observation: Any) -> jnp.ndarray:
-    if network.torso == "multi_input":
-        return MultiInput(tuple(network.channels), tuple(network.hidden_sizes), network.activation, network.layer_norm)(
-            observation
-        )
-    return MLP(network.hidden_sizes, network.activation, network.layer_norm)(flatten_observation(observation))
-
-
-def _core(network: nn.Module, state: Any, features: jnp.ndarray, first: jnp.ndarray) -> tuple[Any, jnp.ndarray]:
-    """The network's recurrent core over features `[T * B, F]` (the torso's, for T steps of B environments)."""
-    if network.core == "none":
-        return state, features
-    sequence = features.reshape(first.shape + features.shape[1:])
-    state, outputs = Core(network.core, network.core_size)(state, sequence, first)
-    return state, merge_leading_dims(outputs, first.ndim)
-
-
-def _head_torso(network: nn.Module, features: jnp.ndarray) -> jnp.ndarray:
-    """The hidden layers of one head (`head_hidden_sizes`; none by default)."""
-    if not network.head_hidden_sizes:
-        return features
-    return MLP(network.head_hidden_sizes, network.activation, network.layer_norm)(features)
-
-
-def _split_leading(tree: Any, leading: tuple) -> Any:
-    """Leaves `[T * B, ...]` back to `[T, B, ...]`."""
-    return jax.tree.map(lambda x: x.reshape(leading + x.shape[1:]), tree)
+        features, _ = torso_features(self, observation, shared=True)
+        state, features = core_features(self, state, features, first)
+        q_values = mask_illegal(dense(self.action_size, 1.0)(head_torso(self, features)), action_mask(observation))
+        return state, split_leading(q_values, leading)
 
 
 @struct.dataclass
@@ -291,10 +245,17 @@ def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: An
 def init_module(key: jax.Array, module: nn.Module, observation_spec: Any) -> NetworkParams:
     """Fresh weights for `module` (an `ActorCritic` or a `QNetwork`), initialised on one dummy step of one environment."""
     dummy = jax.tree.map(lambda spec: jnp.zeros((1, 1) + spec.shape, spec.dtype), observation_spec)
-    state = initial_state(module.core, module.core_size, 1)
+    state = core_state(module.core, module.core_size, getattr(module, "shared_torso", True), 1)
     return NetworkParams(module, module.init(key, state, dummy, jnp.zeros((1, 1), bool)))
 
 
 def network_state(network_config: ConfigDict, batch_size: int) -> Any:
-    """The recurrent state of `batch_size` fresh environments for the core `config.network` describes (`()`: none)."""
-    return initial_state(network_config.core, network_config.core_size, batch_size)
+    """The recurrent state of `batch_size` fresh environments for the `ActorCritic` `config.network` describes: `()`
+    without a core, a pair `(policy's, value's)` where each head has its own torso and core."""
+    return core_state(network_config.core, network_config.core_size, network_config.shared_torso, batch_size)
+
+
+def q_network_state(network_config: ConfigDict, batch_size: int) -> Any:
+    """The recurrent state of `batch_size` fresh environments for the `QNetwork` `config.network` describes (one core
+    over one torso: `shared_torso` does not apply)."""
+    return core_state(network_config.core, network_config.core_size, True, batch_size)

@@ -265,7 +265,8 @@ def minibatch_epochs(
     return state, jax.tree.map(jnp.mean, metrics)
 
 
-def build(config: ConfigDict, num_updates: int) -> Agent:
+def build(config: ConfigDict, num_updates: int, centralised_critic: bool = False) -> Agent:
+    """PPO as `config` describes it; `centralised_critic` gives it MAPPO's value function of the global state."""
     agent_config = config.agent
     optimizer = make_optimizer(
         config.optimizer, gradient_steps=num_updates * agent_config.num_epochs * agent_config.num_minibatches
@@ -277,7 +278,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         chunk=slices_gradients(config.network),
         **hyperparameters(agent_config),
     )
-    return network_agent(config, optimizer, ppo_learn)
+    return network_agent(config, optimizer, ppo_learn, centralised_critic=centralised_critic)
 
 
 registry.register("ppo", defaults=defaults, build=build, validate=validate)

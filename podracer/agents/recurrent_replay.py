@@ -78,7 +78,7 @@ def stored_state_spec(network_config: ConfigDict) -> dict | None:
     """The extras a recurrent DQN keeps in its buffer: `{STATE: one environment's state spec}`; None: feed-forward."""
     if network_config.core == "none":
         return None
-    state = jax.eval_shape(lambda: networks.network_state(network_config, 1))
+    state = jax.eval_shape(lambda: networks.q_network_state(network_config, 1))
     return {STATE: jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), state)}
 
 

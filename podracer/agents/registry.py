@@ -9,10 +9,13 @@ imported (a config file can import it).
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from ml_collections import ConfigDict
 
 from podracer.agents.agent import Agent
+from podracer.config.errors import ConfigError
+from podracer.envs import multi_agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,6 +26,8 @@ class AgentEntry:
     defaults: Callable[[], ConfigDict]  # The fields of config.agent (without `name`), at sensible values.
     build: Callable[[ConfigDict, int], Agent]  # (whole config, number of `learn` calls in the run) -> Agent.
     validate: Callable[[ConfigDict], None] | None = None  # Raises ConfigError for impossible config.agent values.
+    several_agents: bool = False  # Trains the agents of a multi-agent environment (podracer.agents.per_agent).
+    check_environment: Callable[[ConfigDict, Any], None] | None = None  # ConfigError where the environment won't do.
 
 
 _AGENTS: dict[str, AgentEntry] = {}
@@ -34,14 +39,19 @@ def register(
     defaults: Callable[[], ConfigDict],
     build: Callable[[ConfigDict, int], Agent],
     validate: Callable[[ConfigDict], None] | None = None,
+    several_agents: bool = False,
+    check_environment: Callable[[ConfigDict, Any], None] | None = None,
 ) -> None:
     """Makes `config.agent.name = name` build agents with `build(config, num_updates)`.
 
     `num_updates` is how many times the run will call `learn`, for schedules
-    such as a learning rate annealed to zero. Registering a name again
-    replaces it (a notebook cell may run twice).
+    such as a learning rate annealed to zero. `several_agents` says the agent
+    trains every agent of a multi-agent environment, and only those;
+    `check_environment(config, env)` refuses an environment the agent cannot
+    train on (`check_environment` below). Registering a name again replaces
+    it (a notebook cell may run twice).
     """
-    _AGENTS[name] = AgentEntry(name, defaults, build, validate)
+    _AGENTS[name] = AgentEntry(name, defaults, build, validate, several_agents, check_environment)
 
 
 def names() -> list[str]:
@@ -58,3 +68,24 @@ def lookup(name: str) -> AgentEntry:
 def make(config: ConfigDict, num_updates: int) -> Agent:
     """The agent `config.agent.name` names, built from `config` for a run of `num_updates` learn calls."""
     return lookup(config.agent.name).build(config, num_updates)
+
+
+def check_environment(config: ConfigDict, env: Any) -> None:
+    """A `ConfigError` naming the field, before anything compiles, where the agent `config.agent.name` names cannot
+    train on `env`: a single-agent agent on several agents, an agent of several on a single-agent environment,
+    or what the agent's own `check_environment` refuses."""
+    entry, agents = lookup(config.agent.name), multi_agent.num_agents(env)
+    if agents > 1 and not entry.several_agents:
+        raise ConfigError(
+            "agent.name",
+            f"agent {config.agent.name!r} acts as one agent, and {config.env.name} has {agents}",
+            f"train them with one of {[name for name in names() if _AGENTS[name].several_agents]}",
+        )
+    if entry.several_agents and not isinstance(env, multi_agent.MultiAgentEnvironment):
+        raise ConfigError(
+            "env.name",
+            f"agent {config.agent.name!r} trains the agents of a multi-agent environment, and {config.env.name} has one",
+            "use a multi-agent environment (e.g. jaxmarl:MPE_simple_spread_v3), or a single-agent agent (e.g. ppo)",
+        )
+    if entry.check_environment is not None:
+        entry.check_environment(config, env)

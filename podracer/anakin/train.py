@@ -25,7 +25,6 @@ from podracer.anakin import settings
 from podracer.anakin.evaluation import make_evaluate
 from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
 from podracer.config import population
-from podracer.envs import multi_agent
 from podracer.envs.base import Environment
 from podracer.envs.episodes import Completed
 from podracer.envs.registry import with_config_kwargs
@@ -99,7 +98,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     """
     mesh = device_mesh(anakin_devices(config))
     env = env or with_config_kwargs(config, envs.make, config.env.name)
-    multi_agent.check_agent_count(config, env)  # Before anything compiles.
+    agents.registry.check_environment(config, env)  # Before anything compiles.
     training_env = envs.wrap_for_training(env)
     num_updates = settings.num_updates(config)
     make_agent = functools.partial(agents.make, num_updates=num_updates)

@@ -11,7 +11,8 @@ game's own state in the observation dict under `GAME_STATE`, for a search
 that steps the game's rules from where the agent acts (AlphaZero). It is the
 agent's, like the mask: no torso reads it (`network_input`). Nor does any
 torso read a multi-agent environment's `GLOBAL_STATE`, which only a
-centralised critic takes (`podracer.envs.multi_agent`).
+centralised critic reads (`centralised_input`, with the agent's one-hot
+`AGENT_ID` that a multi-agent agent adds; `podracer.envs.multi_agent`).
 
 Clipping. A Gaussian policy samples unbounded actions. The trajectory keeps the sample
 itself, so its log-probability under the policy that drew it stays exact; only
@@ -47,6 +48,7 @@ ACTION_MASK = "action_mask"
 GAME_STATE = "game_state"
 GLOBAL_STATE = "global_state"  # A multi-agent environment's state for a centralised critic (`multi_agent`).
 FOR_THE_AGENT = (ACTION_MASK, GAME_STATE, GLOBAL_STATE)  # Entries of an observation dict that no torso reads.
+AGENT_ID = "agent_id"  # The one-hot id a multi-agent agent adds to each agent's observation: policy and critic read it.
 
 
 def action_mask(observation: Any) -> chex.Array | None:
@@ -59,3 +61,8 @@ def network_input(observation: Any) -> Any:
     if not isinstance(observation, dict) or not any(key in observation for key in FOR_THE_AGENT):
         return observation
     return {key: value for key, value in observation.items() if key not in FOR_THE_AGENT}
+
+
+def centralised_input(observation: dict) -> dict:
+    """What a centralised critic's torso reads: the global state, with the agent's id where the observation has one."""
+    return {key: observation[key] for key in (GLOBAL_STATE, AGENT_ID) if key in observation}

@@ -4,7 +4,8 @@ The running episode's undiscounted return and length restart at every FIRST
 timestep; at a LAST timestep they are the finished episode's figures. Pure-JAX
 environments use these functions with `jax.numpy` (through the
 `EpisodeStatistics` wrapper), Sebulba's actors with `numpy` on their host
-environments' timesteps. Both see the environment's own reward: reward
+environments' timesteps. An episode of several agents counts their mean
+reward (`team_reward`). Both see the environment's own reward: reward
 clipping belongs to the learner (`config.agent.reward_clip`), so reported
 returns are always the game's.
 """
@@ -27,7 +28,14 @@ class Completed(NamedTuple):
 def update(episode_return: Any, episode_length: Any, timestep: TimeStep, xp=jnp) -> tuple[Any, Any]:
     """The running episode's return and length once `timestep` has been seen (elementwise)."""
     first = timestep.first()
-    return xp.where(first, 0.0, episode_return + timestep.reward), xp.where(first, 0, episode_length + 1)
+    return xp.where(first, 0.0, episode_return + team_reward(timestep)), xp.where(first, 0, episode_length + 1)
+
+
+def team_reward(timestep: TimeStep) -> Any:
+    """The reward an episode's return adds up: the environment's, or the mean over the agents of several agents'
+    (rewards `[..., N]` beside a step type `[...]`), as JaxMARL's baselines report a team's return."""
+    extra_axes = timestep.reward.ndim - timestep.step_type.ndim
+    return timestep.reward.mean(axis=tuple(range(-extra_axes, 0))) if extra_axes else timestep.reward
 
 
 def completed(timestep: TimeStep, episode_return: Any, episode_length: Any, xp=jnp) -> Completed:

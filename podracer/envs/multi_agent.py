@@ -27,12 +27,11 @@ import chex
 import jax.numpy as jnp
 from dm_env import specs
 
-from podracer.config.errors import ConfigError
 from podracer.envs.actions import GLOBAL_STATE
 from podracer.envs.base import Environment
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 
-__all__ = ["GLOBAL_STATE", "LOCAL", "MultiAgentEnvironment", "check_agent_count", "num_agents", "restart", "transition"]
+__all__ = ["GLOBAL_STATE", "LOCAL", "MultiAgentEnvironment", "num_agents", "restart", "transition"]
 
 LOCAL = "local"
 
@@ -89,14 +88,3 @@ def transition(
         discount=jnp.where(agent_terminated | terminated, 0.0, 1.0).astype(jnp.float32),
         observation=observation,
     )
-
-
-def check_agent_count(config: Any, env: Any) -> None:
-    """A `ConfigError` naming `agent.name`, before anything compiles, for an environment of several agents: podracer's
-    agents each act as one agent, and an agent axis would reach them as a batch they cannot tell from environments."""
-    if num_agents(env) > 1:
-        raise ConfigError(
-            "agent.name",
-            f"agent {config.agent.name!r} acts as one agent, and {config.env.name} has {num_agents(env)}",
-            "train a single-agent environment; agents for several agents (IPPO, MAPPO) are not in podracer yet",
-        )

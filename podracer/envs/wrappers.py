@@ -117,7 +117,7 @@ class EpisodeStatisticsState:
 class EpisodeStatistics(Wrapper):
     def reset(self, key: chex.PRNGKey) -> tuple[EpisodeStatisticsState, ts.TimeStep]:
         env_state, timestep = self.env.reset(key)
-        zeros = jnp.zeros_like(timestep.reward)
+        zeros = jnp.zeros_like(episodes.team_reward(timestep))
         return EpisodeStatisticsState(env_state, zeros, zeros.astype(jnp.int32)), timestep
 
     def step(self, state: EpisodeStatisticsState, action: chex.Array):

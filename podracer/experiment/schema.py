@@ -200,12 +200,6 @@ def validate_network_and_optimizer(config: ConfigDict) -> None:
             f"the {config.network.torso} torso has no LayerNorm (only {' and '.join(VECTOR_TORSOS)} have)",
             "set --config.network.layer_norm=False, or use --config.network.torso=mlp",
         )
-    if config.network.core != "none" and not config.network.shared_torso:
-        raise ConfigError(
-            "network.shared_torso",
-            f"the {config.network.core} core reads one torso's features and feeds both heads",
-            "set --config.network.shared_torso=True (give each head layers of its own with network.head_hidden_sizes)",
-        )
     field_checks.choice(config, "optimizer.name", OPTIMIZERS)
     field_checks.number(config, "optimizer.learning_rate", example=3e-4, above=0.0)
     field_checks.number(config, "optimizer.max_grad_norm", example=0.5, above=0.0)

@@ -18,7 +18,7 @@ from podracer.config.errors import ConfigError
 from podracer.envs import multi_agent, registry
 from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
 from podracer.envs.timestep import FIRST, LAST, MID
-from tests.helpers import HANG_SECONDS, load_config
+from tests.helpers import HANG_SECONDS
 
 jaxmarl_env = pytest.importorskip("podracer.envs.suites.jaxmarl_env")
 
@@ -135,14 +135,6 @@ def test_an_unknown_task_names_the_field_with_the_close_ones():
     with pytest.raises(ConfigError, match="env.name") as error:
         registry.check("jaxmarl:MPE_simple_sprad_v3", host=False)
     assert "MPE_simple_spread_v3" in str(error.value)
-
-
-def test_a_single_agent_agent_is_refused_before_anything_compiles():
-    config = load_config("anakin_catch", {"env.name": "jaxmarl:MPE_simple_spread_v3"})
-    with pytest.raises(ConfigError, match="agent.name") as error:
-        multi_agent.check_agent_count(config, jaxmarl_env.make("MPE_simple_spread_v3"))
-    assert "has 3" in str(error.value)
-    multi_agent.check_agent_count(config, registry.make("catch"))  # The one-agent case: nothing changes.
 
 
 def test_importing_the_adapter_leaves_the_output_streams_to_whoever_captures_them():
