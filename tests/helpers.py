@@ -49,7 +49,8 @@ uninterrupted one), every one of them compiled alike."""
 
 
 def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fields: Any):
-    """`configs/NAME.py` with overrides of dotted fields, as `podracer.config.loading.load` applies them (then locked).
+    """`configs/NAME.py` (or NAME itself, a `.py` path from the repository's root) with overrides of dotted fields, as
+    `podracer.config.loading.load` applies them (then locked).
 
     Overrides come as a dict (`load_config("x", {"agent.gamma": 0.9})`) or as
     keywords for top-level fields (`load_config("x", num_envs=8)`), or both.
@@ -57,7 +58,8 @@ def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fiel
     test's run depends on how busy the host is.
     """
     overrides = {**(overrides or {}), **fields}
-    config = loading.load(os.path.join(ROOT, "configs", f"{name}.py"), overrides)
+    path = os.path.join(ROOT, name) if name.endswith(".py") else os.path.join(ROOT, "configs", f"{name}.py")
+    config = loading.load(path, overrides)
     for field in TIMING_FIELDS[config.architecture]:
         if field not in overrides:
             config[field] = HANG_SECONDS

@@ -190,7 +190,7 @@ def evaluate_if_due(run: AnakinRun, record: dict, previous_step: int, final: boo
     outputs = run.evaluate(run.state.learner, run.hyperparameters)
     member_records = record[MEMBERS] if run.members else [record]
     for member_record, member_outputs in zip(member_records, members_of(outputs, run.members), strict=True):
-        member_record.update(evaluation.record_fields(*member_outputs))
+        member_record.update(evaluation.record_fields(*member_outputs, run.config.evaluation.success_return))
     record["eval_seconds"] = time.perf_counter() - started
 
 

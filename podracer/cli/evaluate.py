@@ -18,6 +18,7 @@ anything is played or written.
 
 import argparse
 import json
+import math
 import os
 
 from podracer.cli.common import Commands, add_command, checkpoint_error, missing_workdir, report
@@ -78,7 +79,8 @@ def evaluate(args: argparse.Namespace) -> int:
         played = watch.play(agent, args.episodes, args.greedy, args.seed, args.max_steps, video_episodes)
     except CannotRender as error:  # At the first frame, before any step.
         return report(args.prog, f"--video: {agent.config.env.name} cannot be drawn: {error}")
-    fields = record_fields(played.returns, played.lengths, played.ended)
+    success_return = agent.config.evaluation.get("success_return", math.inf)  # Runs saved before it had none.
+    fields = record_fields(played.returns, played.lengths, played.ended, success_return)
     print(f"{agent.checkpoint}: step {agent.step:,}, {'greedy' if args.greedy else 'sampled'} actions")
     print("returns: " + " ".join(f"{value:g}" for value in played.returns[played.ended]))
     print(
@@ -90,6 +92,8 @@ def evaluate(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if "eval_success_rate" in fields:
+        print(f"success rate {fields['eval_success_rate']:.3f} (a return above {success_return:g})")
     if args.video:
         watch.write_video(played.frames, args.video, args.fps)
         beside = {"returns": played.returns.tolist(), "lengths": played.lengths.tolist(), "drawn": video_episodes}

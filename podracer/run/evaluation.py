@@ -12,7 +12,9 @@ evaluation curve differ only by the parameters they evaluate.
 An evaluation runs at the first log record at or after each multiple of
 `evaluation.every_steps`, and at the run's last record; it adds
 `eval_mean_return`, its standard error, `eval_mean_length` and
-`eval_episodes` to that record. An episode that has not ended after
+`eval_episodes` to that record, and with a finite `evaluation.success_return`
+the share of episodes whose return exceeds it, `eval_success_rate` (an SMAX
+battle is won exactly where the team's return exceeds 1). An episode that has not ended after
 `evaluation.max_steps` steps is left out (and counted in
 `eval_unfinished`), so an environment without a time limit cannot hold a run.
 """
@@ -28,6 +30,7 @@ from ml_collections import ConfigDict
 from podracer.agents import Agent
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.envs import episodes
 from podracer.envs.timestep import LAST
 
 FIELDS = ("eval_mean_return", "eval_return_stderr", "eval_mean_length", "eval_episodes", "eval_unfinished")
@@ -42,6 +45,7 @@ def defaults() -> ConfigDict:
             "greedy": True,  # The policy's most likely action (argmax, a Gaussian's mean); False samples it.
             "seed": 0,  # The evaluation environments' and draws' keys: the same at every evaluation.
             "max_steps": 100_000,  # Steps after which an episode that has not ended is left out.
+            "success_return": math.inf,  # An episode of a higher return is a success (eval_success_rate); inf: none.
         }
     )
 
@@ -53,6 +57,8 @@ def validate(config: ConfigDict) -> None:
     field_checks.boolean(config, "evaluation.greedy")
     field_checks.integer(config, "evaluation.seed", at_least=0)
     field_checks.integer(config, "evaluation.max_steps", at_least=1, example=10_000)
+    if config.evaluation.success_return != math.inf:  # Infinity: no episode is a success, none is counted.
+        field_checks.number(config, "evaluation.success_return", example=1.0)
 
 
 def enabled(config: ConfigDict) -> bool:
@@ -91,7 +97,7 @@ def tally(totals: tuple, timestep: Any, xp: Any = jnp) -> tuple:
     counts for nothing. `xp` is `jax.numpy` in a compiled loop, `numpy` on the host.
     """
     returns, lengths, ended = totals
-    returns = returns + xp.where(ended, 0.0, timestep.reward)
+    returns = returns + xp.where(ended, 0.0, episodes.team_reward(timestep))
     lengths = lengths + xp.where(ended, 0, 1)
     return returns, lengths, ended | (timestep.step_type == LAST)
 
@@ -102,21 +108,28 @@ def step_keys(keys: jax.Array, t: int) -> jax.Array:
     return jax.vmap(jax.random.fold_in, (0, None))(keys, t)
 
 
-def record_fields(returns: np.ndarray, lengths: np.ndarray, finished: np.ndarray) -> dict:
+def record_fields(
+    returns: np.ndarray, lengths: np.ndarray, finished: np.ndarray, success_return: float = math.inf
+) -> dict:
     """The fields an evaluation adds to its record, from each episode's return, length and whether it ended.
 
     The standard error is the sample standard deviation over the square root of
     the episodes (NaN below two episodes); the means are NaN when none ended.
+    With a finite `success_return`, `eval_success_rate` is the share of ended
+    episodes whose return exceeds it.
     """
     returns, lengths = np.asarray(returns, np.float64), np.asarray(lengths, np.float64)
     ended = np.asarray(finished, bool)
     count = int(ended.sum())
     mean = float(returns[ended].mean()) if count else math.nan
     stderr = float(returns[ended].std(ddof=1) / math.sqrt(count)) if count > 1 else math.nan
-    return {
+    fields = {
         "eval_mean_return": mean,
         "eval_return_stderr": stderr,
         "eval_mean_length": float(lengths[ended].mean()) if count else math.nan,
         "eval_episodes": count,
         "eval_unfinished": int(ended.size - count),
     }
+    if math.isfinite(success_return):
+        fields["eval_success_rate"] = float((returns[ended] > success_return).mean()) if count else math.nan
+    return fields

@@ -130,7 +130,7 @@ def evaluate_if_due(run: SebulbaRun, record: dict, state: Any, previous_step: in
     if run.evaluate is None or not evaluation.is_due(record["step"], evaluation.next_due(previous_step, every), final):
         return
     started = time.perf_counter()
-    record.update(evaluation.record_fields(*run.evaluate(state.learner)))
+    record.update(evaluation.record_fields(*run.evaluate(state.learner), run.config.evaluation.success_return))
     record["eval_seconds"] = time.perf_counter() - started
 
 

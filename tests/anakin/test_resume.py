@@ -41,8 +41,12 @@ OVERRIDES["checkpoint.every_minutes"] = 0
 # One small layer, in every run of the file: a resume is exact whatever the network's size, and a smaller program
 # traces and compiles faster in each of the file's many processes.
 OVERRIDES["network.hidden_sizes"] = (16,)
-# A recurrent agent's run: its environments' LSTM states are part of what a checkpoint must bring back.
-RECURRENT = {**OVERRIDES, "network.core": "lstm", "network.core_size": 16}
+# A recurrent run of several agents: two agents of a cooperative game (tests/programs/coordination_game.py), MAPPO
+# with a network per agent and an LSTM per head. The agents' stacked learner states and each agent's LSTM states
+# (c, h) in every environment are part of what a checkpoint must bring back.
+RECURRENT = {**OVERRIDES, "network.core": "lstm", "network.core_size": 16, "unroll_length": 16}
+RECURRENT.update({"agent.name": "mappo", "agent.critic": "centralised", "agent.share_parameters": False})
+SEVERAL_AGENTS = "tests/programs/coordination_game.py"
 TIMING_FIELDS = ("steps_per_second", "compile_seconds", "wall_seconds")
 
 
@@ -57,8 +61,10 @@ def logged(workdir, lines: int) -> bool:
     return os.path.exists(path) and open(path).read().count("\n") >= lines
 
 
-def run(workdir, num_devices: int, pause: float = 0.0, overrides: dict = OVERRIDES) -> subprocess.CompletedProcess:
-    return run_module("resumable_run", CONFIG, json.dumps(overrides), str(workdir), str(pause), num_devices=num_devices)
+def run(
+    workdir, num_devices: int, pause: float = 0.0, overrides: dict = OVERRIDES, config: str = CONFIG
+) -> subprocess.CompletedProcess:
+    return run_module("resumable_run", config, json.dumps(overrides), str(workdir), str(pause), num_devices=num_devices)
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +73,13 @@ def uninterrupted(tmp_path_factory):
     device count and overrides."""
     runs = {}
 
-    def get(num_devices: int, overrides: dict = OVERRIDES) -> tuple[str, subprocess.CompletedProcess]:
-        name = (num_devices, json.dumps(overrides))
+    def get(
+        num_devices: int, overrides: dict = OVERRIDES, config: str = CONFIG
+    ) -> tuple[str, subprocess.CompletedProcess]:
+        name = (num_devices, json.dumps(overrides), config)
         if name not in runs:
             workdir = tmp_path_factory.mktemp(f"whole_on_{num_devices}")
-            result = run(workdir, num_devices, overrides=overrides)
+            result = run(workdir, num_devices, overrides=overrides, config=config)
             assert result.returncode == 0, result.stderr
             runs[name] = workdir, result
         return runs[name]
@@ -79,9 +87,9 @@ def uninterrupted(tmp_path_factory):
     return get
 
 
-def kill_when_logged(workdir, num_devices: int, lines: int, overrides: dict = OVERRIDES) -> None:
+def kill_when_logged(workdir, num_devices: int, lines: int, overrides: dict = OVERRIDES, config: str = CONFIG) -> None:
     """Starts the run and SIGKILLs it once its metrics.jsonl has `lines` records (or more: the kill races on)."""
-    args = (CONFIG, json.dumps(overrides), str(workdir), "0.3", str(lines + 1))  # Held at the record after.
+    args = (config, json.dumps(overrides), str(workdir), "0.3", str(lines + 1))  # Held at the record after.
     process = start_program("resumable_run", *args, num_devices=num_devices)
     wait_until(lambda: logged(workdir, lines), f"{lines} log records", [process])
     time.sleep(random.uniform(0.0, 0.3))  # Anywhere in the pause, or the next dispatch, or a save (or the hold).
@@ -92,17 +100,17 @@ def kill_when_logged(workdir, num_devices: int, lines: int, overrides: dict = OV
 
 @pytest.mark.slow  # About 14 s: three runs in fresh processes.
 def test_killed_and_resumed_run_on_two_devices_equals_an_uninterrupted_one(tmp_path, uninterrupted):
-    """Two devices and a recurrent agent: its environments' LSTM states must come back too.
+    """Two devices and recurrent agents, two of them in each environment: their LSTM states must come back too.
 
     One device is killed (twice, inside saves) and resumes bitwise in the test below; two feed-forward devices
     in the pod's test. A separate 1-device kill at a random point re-ran the same resume path: it was cut.
     """
-    num_devices, overrides = 2, RECURRENT
-    whole_dir, whole = uninterrupted(num_devices, overrides)
+    num_devices, overrides, config = 2, RECURRENT, SEVERAL_AGENTS
+    whole_dir, whole = uninterrupted(num_devices, overrides, config)
 
     lines = random.Random(num_devices).randint(2, 6)
-    kill_when_logged(tmp_path / "killed", num_devices, lines, overrides)
-    resumed = run(tmp_path / "killed", num_devices, overrides=overrides)
+    kill_when_logged(tmp_path / "killed", num_devices, lines, overrides, config)
+    resumed = run(tmp_path / "killed", num_devices, overrides=overrides, config=config)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from" in resumed.stderr
     compiled_at = [r["step"] for r in records(tmp_path / "killed", timings=True) if "compile_seconds" in r]

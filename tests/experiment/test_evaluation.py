@@ -14,7 +14,7 @@ from flax import struct
 import podracer
 from podracer.agents import Agent
 from podracer.envs import Environment
-from podracer.envs.timestep import restart, transition
+from podracer.envs.timestep import TimeStep, restart, transition
 from podracer.run import evaluation
 from tests.helpers import load_config
 
@@ -84,6 +84,24 @@ def test_record_fields_are_the_ended_episodes_mean_and_standard_error():
     assert (fields["eval_episodes"], fields["eval_unfinished"]) == (3, 1)
     none = evaluation.record_fields(returns, lengths, np.zeros(4, bool))
     assert math.isnan(none["eval_mean_return"]) and math.isnan(none["eval_return_stderr"])
+    assert "eval_success_rate" not in fields  # No success return given.
+    # Above 4: the episodes of 5 and 10 of the three that ended (99 never ended); exactly 5 is no success.
+    assert evaluation.record_fields(returns, lengths, np.array([1, 1, 1, 0], bool), 4.0)["eval_success_rate"] == 2 / 3
+    assert evaluation.record_fields(returns, lengths, np.array([1, 1, 1, 0], bool), 5.0)["eval_success_rate"] == 1 / 3
+
+
+def test_an_evaluation_of_several_agents_counts_their_mean_reward():
+    """Rewards [B, N] beside one step type per environment: each step adds the agents' mean, until LAST."""
+    totals = evaluation.initial_totals(2, np)
+    for step_type, reward in (
+        (1, [[1.0, 3.0], [0.0, 0.0]]),
+        (2, [[2.0, 2.0], [4.0, -2.0]]),
+        (1, [[9.0, 9.0], [1.0, 1.0]]),
+    ):
+        timestep = TimeStep(np.full(2, step_type), np.array(reward), np.ones((2, 2)), np.zeros((2, 1)))
+        totals = evaluation.tally(totals, timestep, np)
+    np.testing.assert_allclose(totals[0], [2.0 + 2.0, 0.0 + 1.0])  # After LAST (type 2) nothing more counts.
+    np.testing.assert_array_equal(totals[1], [2, 2])
 
 
 def test_an_evaluation_is_due_at_the_first_record_past_each_multiple_and_at_the_last():

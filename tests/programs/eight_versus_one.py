@@ -5,8 +5,10 @@ One epoch of one minibatch and plain SGD: replicated over 8 devices, each update
 over them, each environment's recurrent state carried on its own device) must
 equal the update on 1 device with the whole batch. Prints a JSON summary; exits
 non-zero (an assertion) if the two differ beyond float rounding. Run with 8
-forced CPU devices: `python -m tests.programs.eight_versus_one [CORE]`, CORE a
-recurrent core (`network.core`) or none.
+forced CPU devices: `python -m tests.programs.eight_versus_one [CORE] [AGENT]`,
+CORE a recurrent core (`network.core`) or none, AGENT `ppo` on CartPole (the
+default) or `mappo`: MAPPO with a network per agent (vmapped over the agents
+inside the replicated update) and a core per head on JaxMARL's MPE simple_spread.
 """
 
 import json
@@ -21,12 +23,13 @@ from podracer.runtime.topology import device_mesh
 from tests.helpers import load_config, replicas_identical
 
 
-def main(core: str) -> dict:
+def main(core: str = "none", agent_name: str = "ppo") -> dict:
     """Asserts the two agree; returns the summary (finished episodes, largest parameter change)."""
     assert jax.device_count() == 8, jax.devices()
+    several = agent_name == "mappo"
     # Plain SGD: Adam's per-parameter normalisation would blow float noise in near-zero gradients up to full steps.
     config = load_config(
-        "anakin_cartpole_ppo",
+        "anakin_mpe_spread_mappo" if several else "anakin_cartpole_ppo",
         {
             "agent.num_epochs": 1,
             "agent.num_minibatches": 1,
@@ -36,13 +39,15 @@ def main(core: str) -> dict:
             "network.core": core,
             "network.core_size": 16,
             "network.hidden_sizes": (16,),  # One small layer: equality does not depend on the network's size.
-            "network.shared_torso": core != "none",  # A recurrent core feeds policy and value from one torso.
+            "network.head_hidden_sizes": (),
+            "network.shared_torso": core != "none" and not several,  # MAPPO: a core per head, on its own torso.
+            **({"agent.share_parameters": False} if several else {}),
         },
         num_envs=32,
         unroll_length=16,
         updates_per_dispatch=3,
     )
-    env = envs.wrap_for_training(envs.make("cartpole"))
+    env = envs.wrap_for_training(envs.make(config.env.name))
     agent = agents.make(config, num_updates=3)
 
     def run(devices):
@@ -50,9 +55,10 @@ def main(core: str) -> dict:
         key = jax.random.key(7)
         state = make_init(env, lambda _: agent, config.num_envs, mesh, key, {})(key, {})
         initial_params = jax.device_get(state.learner.params)
-        shards = {s.device for s in state.timestep.observation.addressable_shards}
+        observation = jax.tree.leaves(state.timestep.observation)[0]
+        shards = {s.device for s in observation.addressable_shards}
         assert len(shards) == len(devices), shards
-        assert state.timestep.observation.addressable_shards[0].data.shape[0] == config.num_envs // len(devices)
+        assert observation.addressable_shards[0].data.shape[0] == config.num_envs // len(devices)
         dispatch = make_dispatch(env, lambda _: agent, config.unroll_length, config.updates_per_dispatch, mesh)
         state, (metrics, completed, _) = dispatch(state, {}, np.int32(config.updates_per_dispatch))
         params = state.learner.params
@@ -63,12 +69,13 @@ def main(core: str) -> dict:
 
     initial, (params8, obs8, agent_state8, metrics8, completed8) = run(jax.devices())
     _, (params1, obs1, agent_state1, metrics1, completed1) = run(jax.devices()[:1])
-    assert len(jax.tree.leaves(agent_state1)) == (0 if core == "none" else 2)  # An LSTM's (c, h).
+    # An LSTM's (c, h), or MAPPO's two cores' states, each [B, N, ...]: one per agent of each environment.
+    assert len(jax.tree.leaves(agent_state1)) == {"none": 0, "lstm": 2, "gru": 2 if several else 1}[core]
     for a, b in zip(jax.tree.leaves(agent_state8), jax.tree.leaves(agent_state1), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)  # Each environment's recurrent state, wherever it ran.
-    np.testing.assert_array_equal(obs8, obs1)  # The same environment trajectories,
-    for a, b in zip(completed8, completed1, strict=True):  # hence the same finished episodes.
-        np.testing.assert_array_equal(a, b)
+    jax.tree.map(np.testing.assert_array_equal, obs8, obs1)  # The same environment trajectories,
+    for a, b in zip(completed8, completed1, strict=True):  # hence the same finished episodes (their returns summed
+        np.testing.assert_allclose(a, b, rtol=1e-6)  # in another order: MPE's rewards are not whole numbers).
     for a, b in zip(jax.tree.leaves(params8), jax.tree.leaves(params1), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert set(metrics8) == set(metrics1)
@@ -82,4 +89,4 @@ def main(core: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1] if len(sys.argv) > 1 else "none")))
+    print(json.dumps(main(*sys.argv[1:])))
