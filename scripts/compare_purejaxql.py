@@ -99,13 +99,7 @@ def plan(total_steps: float, updates_per_dispatch: int, cpu_devices: int = 1):
 def purejaxql_trainer(checkout: str) -> types.ModuleType:
     """purejaxql's `pqn_gymnax` module from a checkout, with stand-ins for the imports a run does not use and a log
     wrapper of one `done` flag on gymnax 1.0."""
-    for name in ("hydra", "omegaconf", "wandb", "safetensors", "safetensors.flax"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            stand_in = sys.modules[name] = types.ModuleType(name)
-            stand_in.main = lambda **_: lambda function: function  # hydra.main, a decorator.
-            stand_in.OmegaConf = stand_in.load_file = stand_in.save_file = None
+    purejaxrl_runs.stand_in_missing(("hydra", "omegaconf", "wandb", "safetensors", "safetensors.flax"))
     sys.path.insert(0, os.path.abspath(checkout))
     trainer = importlib.import_module("purejaxql.pqn_gymnax")
     import jax.numpy as jnp

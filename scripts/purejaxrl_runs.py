@@ -7,6 +7,11 @@ compilation out on both sides: PureJaxRL's program is compiled ahead of time,
 before the call that is timed, and podracer's speed is read from its log
 records, whose rates never include compiling. A run's return is the mean of
 its last 100 episodes on both sides.
+
+The other single-file trainers compared (purejaxql's, JaxMARL's) are timed
+the same way (`purejaxrl_runner`, with their own `final_return`) and import
+what they need for their command line and logging, which a timed run does
+without (`stand_in_missing`).
 """
 
 import dataclasses
@@ -121,8 +126,34 @@ def _with_unsized_gru(nn: types.ModuleType) -> types.ModuleType:
     return shimmed
 
 
-def purejaxrl_runner(make_train: Callable, settings: dict, steps: int) -> Callable[[int], tuple[float, float]]:
-    """`run(seed) -> (steps per second, final return)` for PureJaxRL's trainer, compiled here, before any run."""
+def stand_in_missing(names: Sequence[str]) -> None:
+    """An empty stand-in module for each of `names` that cannot be imported: a trainer's imports for its command
+    line (hydra, omegaconf), logging (wandb) and saving (safetensors), none of which a timed run needs.
+
+    What a trainer's module reads of them at import or in a run does nothing:
+    `hydra.main(...)` decorates as the identity, wandb's `init` and `log` return None.
+    """
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            stand_in = sys.modules[name] = types.ModuleType(name)
+            stand_in.main = lambda **_: lambda function: function  # hydra.main, a decorator.
+            stand_in.OmegaConf = stand_in.load_file = stand_in.save_file = None
+            stand_in.init = stand_in.log = lambda *_, **__: None  # wandb's, which JaxMARL's trainer calls.
+
+
+def episodes_return(outputs: dict) -> float:
+    """A PureJaxRL run's final return from its outputs' metrics: the mean of its last 100 episodes."""
+    metric = outputs["metric" if "metric" in outputs else "metrics"]  # ppo_rnn.py's name, ppo.py's.
+    return last_episodes_mean(metric["returned_episode_returns"], metric["returned_episode"])
+
+
+def purejaxrl_runner(
+    make_train: Callable, settings: dict, steps: int, final_return: Callable[[dict], float] = episodes_return
+) -> Callable[[int], tuple[float, float]]:
+    """`run(seed) -> (steps per second, final return)` for a single-file trainer's `make_train` (PureJaxRL's, or
+    one written like it), compiled here, before any run; `final_return` reads a run's return from its outputs."""
     import jax
 
     compiled = jax.jit(make_train(dict(settings))).lower(jax.random.PRNGKey(0)).compile()
@@ -131,8 +162,7 @@ def purejaxrl_runner(make_train: Callable, settings: dict, steps: int) -> Callab
         start = time.perf_counter()
         outputs = jax.block_until_ready(compiled(jax.random.PRNGKey(seed)))
         rate = steps / (time.perf_counter() - start)
-        metric = outputs["metric" if "metric" in outputs else "metrics"]  # ppo_rnn.py's name, ppo.py's.
-        return rate, last_episodes_mean(metric["returned_episode_returns"], metric["returned_episode"])
+        return rate, final_return(outputs)
 
     return run
 

@@ -1,0 +1,185 @@
+"""Side-by-side speed and return against JaxMARL's IPPO (de Witt et al. 2020) on its MPE simple_spread_v3.
+
+JaxMARL (github.com/FLAIROx/JaxMARL) is not a dependency of podracer: point
+`--jaxmarl` at a checkout, in an environment with the `jaxmarl` package
+(which podracer's adapter steps too), distrax and matplotlib. Its
+`baselines/IPPO/ippo_ff_mpe.py`, unmodified, trains with its
+`config/ippo_ff_mpe.yaml` (16 environments x 128 steps, 4 epochs x 4
+minibatches, Adam 2.5e-4 annealed, separate 64-64 tanh actor and critic
+shared by the agents); podracer trains `configs/anakin_mpe_spread_ippo.py`,
+which has the same settings, for the same whole updates (`TOTAL_TIMESTEPS`
+counts environment steps, as podracer's `total_steps` does; 1e6 by default,
+not the yaml's 1e7). Each timed run has a fresh process of its own, the two
+sides taking turns (who goes first alternates from pair to pair); compilation
+is left out on both sides: JaxMARL's program is compiled ahead of time, before
+the call that is timed, and podracer's speed is read from its log records
+(`purejaxrl_runs`). Both run XLA:CPU with `--cpu-threads` threads
+(PJRT_NPROC; 1 by default, podracer's Anakin default; 0: one per core).
+The script imports hydra, omegaconf and wandb for its command line and
+logging: a stand-in serves for each that is missing, and a real wandb logs
+nothing (`mode="disabled"`, the yaml's `WANDB_MODE`).
+
+A run's return is on podracer's scale, the agents' mean episode return.
+JaxMARL's `MPELogWrapper` logs each agent's return times the number of agents
+(3, "as per the on-policy codebase"): its figure is the one it logs for its
+last update (each actor's latest finished episode, averaged over the update's
+128 steps and every actor: about its last 100 episodes) divided by 3, the
+logged figure printed beside it. podracer's is the mean of its last 100
+episodes.
+
+What cannot be the same: podracer's agents that share parameters read their
+one-hot id beside the observation, JaxMARL's only the observation; JaxMARL
+treats the 25-step time limit as a termination, podracer bootstraps through
+it. Details that are no setting: JaxMARL anneals the learning rate once per
+update, podracer at every gradient step; JaxMARL's program calls back to the
+host after every update (its `wandb.log`, which is part of the script and so
+of its timing), podracer returns to the host once per dispatch of
+`--updates-per-dispatch` updates (its config's 100).
+
+    python scripts/compare_jaxmarl.py --jaxmarl ~/JaxMARL [--pairs 5] [--total-steps 1e6] [--num-envs 16]
+"""
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
+import purejaxrl_runs  # noqa: E402
+from compare_purejaxrl import fresh_result, fresh_run_order, rerun_command  # noqa: E402
+
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_mpe_spread_ippo.py")
+SCRIPT = os.path.join("baselines", "IPPO", "ippo_ff_mpe.py")
+# JaxMARL's baselines/IPPO/config/ippo_ff_mpe.yaml (commit c793d09): what make_train reads, and WANDB_MODE (the seeds
+# are the pairs', one a run).
+SETTINGS = {
+    "LR": 2.5e-4,
+    "NUM_ENVS": 16,
+    "NUM_STEPS": 128,
+    "TOTAL_TIMESTEPS": 1e7,
+    "UPDATE_EPOCHS": 4,
+    "NUM_MINIBATCHES": 4,
+    "GAMMA": 0.99,
+    "GAE_LAMBDA": 0.95,
+    "CLIP_EPS": 0.2,
+    "ENT_COEF": 0.01,
+    "VF_COEF": 0.5,
+    "MAX_GRAD_NORM": 0.5,
+    "ACTIVATION": "tanh",
+    "ENV_NAME": "MPE_simple_spread_v3",
+    "ENV_KWARGS": {},
+    "ANNEAL_LR": True,
+    "WANDB_MODE": "disabled",
+}
+AGENTS = 3  # simple_spread_v3's at its default ENV_KWARGS: JaxMARL's logged returns are this many times podracer's.
+SIDES = ("jaxmarl", "podracer")
+
+
+def plan(total_steps: float, updates_per_dispatch: int, num_envs: int = 16, cpu_threads: int = 1):
+    """(podracer's config, JaxMARL's settings, steps per run): the same hyperparameters and whole updates.
+
+    `num_envs` environments on both sides (the yaml's 16), every other
+    setting the yaml's, so minibatches grow with the batch. podracer's config
+    has the yaml's values already; this sets the run's length, its
+    environments, its dispatches and its XLA:CPU threads (`cpu_threads`).
+    """
+    from podracer import load_config
+
+    batch = num_envs * SETTINGS["NUM_STEPS"]
+    steps = int(total_steps) // batch * batch  # JaxMARL's NUM_UPDATES whole updates.
+    if steps == 0:
+        raise ValueError(f"--total-steps: fewer than one update of {batch:,} steps")
+    overrides = {
+        "total_steps": steps,
+        "num_envs": num_envs,
+        "updates_per_dispatch": updates_per_dispatch,
+        "cpu_threads": cpu_threads,
+    }
+    return load_config(CONFIG, overrides), {**SETTINGS, "NUM_ENVS": num_envs, "TOTAL_TIMESTEPS": steps}, steps
+
+
+def jaxmarl_make_train(checkout: str):
+    """`make_train` of JaxMARL's `baselines/IPPO/ippo_ff_mpe.py` from a checkout, unmodified, its logging disabled.
+
+    Its environments come from the installed `jaxmarl` package (the
+    checkout's own is not put on the path), the one podracer's adapter steps.
+    """
+    purejaxrl_runs.stand_in_missing(("hydra", "omegaconf", "wandb"))
+    sys.path.insert(0, os.path.join(os.path.abspath(checkout), os.path.dirname(SCRIPT)))
+    trainer = importlib.import_module("ippo_ff_mpe")
+    trainer.wandb.init(mode=SETTINGS["WANDB_MODE"])  # Its program logs every update; wandb.log needs a run.
+    return trainer.make_train
+
+
+def jaxmarl_return(outputs: dict) -> float:
+    """A JaxMARL run's final return on podracer's scale: what it logs for its last update, over the agents."""
+    return float(outputs["metrics"]["returned_episode_returns"][-1]) / AGENTS
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jaxmarl", required=True, help="a JaxMARL checkout (the folder holding baselines/)")
+    parser.add_argument("--pairs", type=int, default=5, help="alternating runs of each")
+    parser.add_argument("--total-steps", type=float, default=1e6, help="environment steps per run in both")
+    parser.add_argument("--num-envs", type=int, default=SETTINGS["NUM_ENVS"], help="environments in both")
+    parser.add_argument("--cpu-threads", type=int, default=1, help="XLA:CPU threads for both (0: one per core)")
+    parser.add_argument("--updates-per-dispatch", type=int, default=100, help="podracer's updates per dispatch")
+    parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)  # One fresh process's run.
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    return parser
+
+
+def one_run(args: argparse.Namespace) -> dict:
+    """This process's timed run of `args.side` on `args.seed`."""
+    config, settings, steps = plan(args.total_steps, args.updates_per_dispatch, args.num_envs, args.cpu_threads)
+    if args.side == "jaxmarl":
+        make_train = jaxmarl_make_train(args.jaxmarl)
+        rate, final_return = purejaxrl_runs.purejaxrl_runner(make_train, settings, steps, jaxmarl_return)(args.seed)
+        return {"steps_per_second": rate, "final_return": final_return}
+    rate, final_return = purejaxrl_runs.podracer_runner(config)(args.seed)
+    return {"steps_per_second": rate, "final_return": final_return}
+
+
+def main(argv=None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not os.path.isfile(os.path.join(args.jaxmarl, SCRIPT)):
+        parser.error(f"--jaxmarl: no {SCRIPT} under {args.jaxmarl}; pass the checkout's top folder")
+    try:
+        _, _, steps = plan(args.total_steps, args.updates_per_dispatch, args.num_envs, args.cpu_threads)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.side is not None:
+        print("RESULT " + json.dumps({"side": args.side, **one_run(args)}))
+        return 0
+    threads = str(args.cpu_threads) if args.cpu_threads else ""  # PJRT_NPROC unset: one thread per core.
+    env = {k: v for k, v in os.environ.items() if k != "PJRT_NPROC"}
+    env.update({"PJRT_NPROC": threads} if threads else {})
+    print(
+        f"MPE simple_spread_v3 IPPO: {args.num_envs} environments, {steps:,} steps per run, "
+        f"XLA:CPU threads={threads or 'one per core'}, fresh processes; returns are the agents' mean",
+        flush=True,
+    )
+    results: dict[int, dict] = {}
+    for seed, side in fresh_run_order(args.pairs, SIDES):
+        command = rerun_command(__file__, argv or sys.argv[1:], side, seed)
+        results.setdefault(seed, {})[side] = fresh_result(command, side, seed, env)
+    for seed in range(args.pairs):
+        theirs, ours = results[seed]["jaxmarl"], results[seed]["podracer"]
+        print(
+            f"seed {seed}: JaxMARL {theirs['steps_per_second']:>8,.0f} steps/s (return {theirs['final_return']:6.2f}, "
+            f"logged x{AGENTS} {theirs['final_return'] * AGENTS:6.2f})   "
+            f"podracer {ours['steps_per_second']:>8,.0f} steps/s (return {ours['final_return']:6.2f})   "
+            f"speed-up {ours['steps_per_second'] / theirs['steps_per_second']:.2f}"
+        )
+    speed_ups = [
+        results[s]["podracer"]["steps_per_second"] / results[s]["jaxmarl"]["steps_per_second"] for s in results
+    ]
+    print(f"median speed-up over {args.pairs} pairs: {statistics.median(speed_ups):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
