@@ -20,6 +20,15 @@ saying whether a time limit ended it. Each family of tasks says so here:
   termination of its part; the episode terminates when a team is all dead,
   and is truncated at `max_steps` otherwise. The global state is SMAX's
   `world_state`.
+- Overcooked (`overcooked`, `env.kwargs.layout` one of JaxMARL's layout
+  names such as `"cramped_room"`): the only
+  end is the time limit (400 steps), a truncation; the global state is both
+  agents' observations, flattened and concatenated.
+- Hanabi (`hanabi`): turns alternate, and each agent's legal moves
+  (JaxMARL's `get_legal_moves`) leave the agent not to move only its no-op;
+  the game's end (`terminal`: the deck played out, the lives lost or a
+  perfect score) terminates the episode. The global state is every hand's
+  observation, concatenated.
 
 Other JaxMARL tasks follow as their ends are written down here.
 """
@@ -57,15 +66,28 @@ class JaxMarlState(NamedTuple):
 
 
 class Ends(NamedTuple):
-    """How a family of JaxMARL tasks ends, read from the state after a step and JaxMARL's `dones`."""
+    """How a family of JaxMARL tasks ends, read from the state after a step and JaxMARL's `dones`; what its critic
+    reads; and where its legal actions come from."""
 
     agent_terminated: Callable[[Any, Any, dict, list], chex.Array]  # (env, state, dones, agents) -> [N] bool.
     terminated: Callable[[Any, Any], chex.Array]  # (env, state) -> bool: the episode reached a terminal state.
     global_state: Callable[[Any, list], chex.Array]  # (observations, agents) -> the state a centralised critic reads.
+    # (env, state) -> {agent: [A]} legal actions; None: JaxMARL's `get_avail_actions`, where the task has one.
+    legal_actions: Callable[[Any, Any], dict] | None = None
 
 
-def _mpe_global_state(observations: dict, agents: list) -> chex.Array:
+def _every_observation(observations: dict, agents: list) -> chex.Array:
+    """Every agent's observation, flattened and concatenated in agent order (JaxMARL's MPE world state)."""
     return jnp.concatenate([observations[agent].reshape(-1) for agent in agents])
+
+
+def _no_agent_ends(env: Any, state: Any, dones: dict, agents: list) -> chex.Array:
+    return jnp.zeros((len(agents),), bool)
+
+
+_ONLY_A_TIME_LIMIT = Ends(  # No terminal state: JaxMARL's `done` is the time limit, a truncation.
+    agent_terminated=_no_agent_ends, terminated=lambda env, state: jnp.bool_(False), global_state=_every_observation
+)
 
 
 def _smax_team_dead(env: Any, state: Any) -> chex.Array:
@@ -79,13 +101,16 @@ _SMAX = Ends(
     global_state=lambda observations, agents: observations["world_state"],
 )
 FAMILIES: dict[str, Ends] = {  # A task's family: its own name, or else the first name it starts with.
-    "MPE_": Ends(
-        agent_terminated=lambda env, state, dones, agents: jnp.zeros((len(agents),), bool),
-        terminated=lambda env, state: jnp.bool_(False),
-        global_state=_mpe_global_state,
-    ),
+    "MPE_": _ONLY_A_TIME_LIMIT,
     "SMAX": _SMAX,
     "HeuristicEnemySMAX": _SMAX,
+    "overcooked": _ONLY_A_TIME_LIMIT,
+    "hanabi": Ends(
+        agent_terminated=_no_agent_ends,
+        terminated=lambda env, state: state.terminal,  # The game is over; it has no time limit.
+        global_state=_every_observation,
+        legal_actions=lambda env, state: env.get_legal_moves(state),  # Only the player to move has more than no-op.
+    ),
 }
 
 
@@ -140,8 +165,11 @@ class JaxMarlEnvironment(multi_agent.MultiAgentEnvironment):
             multi_agent.LOCAL: jnp.stack([observations[agent] for agent in self.agents]),
             GLOBAL_STATE: _family(self.task).global_state(observations, self.agents),
         }
-        if _has_action_masks(self.suite_env):
-            available = self.suite_env.get_avail_actions(env_state)
+        legal_actions = _family(self.task).legal_actions
+        if legal_actions is None and _has_action_masks(self.suite_env):
+            legal_actions = type(self.suite_env).get_avail_actions
+        if legal_actions is not None:
+            available = legal_actions(self.suite_env, env_state)
             observation[ACTION_MASK] = jnp.stack([available[agent] for agent in self.agents]).astype(bool)
         return observation
 
@@ -173,7 +201,8 @@ def task_names() -> list[str]:
 
 
 def make(task: str, **kwargs: Any) -> JaxMarlEnvironment:
-    """The adapter of JaxMARL's `task`; `kwargs` are JaxMARL's (`scenario` of SMAX is a map name such as `"3m"`).
+    """The adapter of JaxMARL's `task`; `kwargs` are JaxMARL's (`scenario` of SMAX is a map name such as `"3m"`,
+    `layout` of Overcooked a layout's name such as `"cramped_room"`).
 
     Raises `ValueError` for heterogeneous agents, which the stacked agent axis cannot hold.
     """
@@ -192,4 +221,12 @@ def _jaxmarl_env(task: str, settings: Settings) -> Any:
         from jaxmarl.environments.smax import map_name_to_scenario
 
         kwargs["scenario"] = map_name_to_scenario(kwargs["scenario"])
+    if isinstance(kwargs.get("layout"), str):
+        from jaxmarl.environments.overcooked import overcooked_layouts
+
+        if kwargs["layout"] not in overcooked_layouts:
+            raise ValueError(
+                f"Overcooked has no layout {kwargs['layout']!r}; choose one of {sorted(overcooked_layouts)}"
+            )
+        kwargs["layout"] = overcooked_layouts[kwargs["layout"]]
     return jaxmarl.make(task, **kwargs)

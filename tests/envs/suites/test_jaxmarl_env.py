@@ -23,7 +23,13 @@ from tests.helpers import HANG_SECONDS
 jaxmarl_env = pytest.importorskip("podracer.envs.suites.jaxmarl_env")
 
 STEPS = 40  # MPE's episodes last 26 steps: a whole one, its reset and part of the next.
-TASKS = [("MPE_simple_spread_v3", {}), ("HeuristicEnemySMAX", {"scenario": "3m"})]
+# Each task with the actions it is stepped with: random ones, or (SMAX, Hanabi) one action per agent, every step.
+TASKS = [
+    ("MPE_simple_spread_v3", {}, None),
+    ("HeuristicEnemySMAX", {"scenario": "3m"}, [4, 0, 0]),  # One unit moves west, the others stay (no-op).
+    ("overcooked", {"layout": "cramped_room", "max_steps": 30}, None),
+    ("hanabi", {}, [5, 5]),  # The player to move plays its first card: misplays cost the game's three lives.
+]
 
 
 def reference_rollout(env, key: jax.Array, actions: jax.Array):
@@ -38,7 +44,8 @@ def reference_rollout(env, key: jax.Array, actions: jax.Array):
         observations, state, rewards, dones, _ = suite.step_env(
             step_key, state, {a: action[i] for i, a in enumerate(agents)}
         )
-        masks = suite.get_avail_actions(state) if ACTION_MASK in env.observation_spec() else {}
+        legal = suite.get_legal_moves if env.task == "hanabi" else suite.get_avail_actions  # Hanabi's are its moves.
+        masks = legal(state) if ACTION_MASK in env.observation_spec() else {}
         record = (
             jnp.stack([observations[a] for a in agents]),
             jnp.stack([rewards[a] for a in agents]),
@@ -67,13 +74,13 @@ def adapter_rollout(env, key: jax.Array, actions: jax.Array):
     return jax.lax.scan(step, state, actions)[1], first
 
 
-@pytest.fixture(scope="module", params=TASKS, ids=[task for task, _ in TASKS])
+@pytest.fixture(scope="module", params=TASKS, ids=[task for task, _, _ in TASKS])
 def rollouts(request):
-    task, kwargs = request.param
+    task, kwargs, fixed = request.param
     env = jaxmarl_env.make(task, **kwargs)
     actions = jax.random.randint(jax.random.key(1), (STEPS, env.num_agents), 0, env.action_spec().maximum + 1)
-    if ACTION_MASK in env.observation_spec():  # SMAX: no-op (0) is always legal; attacks only when available.
-        actions = jnp.zeros_like(actions).at[:, 0].set(4)  # One unit moves west, the others stay.
+    if fixed is not None:
+        actions = jnp.broadcast_to(jnp.asarray(fixed, actions.dtype), actions.shape)
     run = jax.jit(lambda key: (reference_rollout(env, key, actions), adapter_rollout(env, key, actions)))
     return env, actions, run(jax.random.key(7))
 
