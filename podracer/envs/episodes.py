@@ -10,8 +10,10 @@ clipping belongs to the learner (`config.agent.reward_clip`), so reported
 returns are always the game's.
 """
 
+import math
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from podracer.envs.timestep import TimeStep
@@ -33,9 +35,15 @@ def update(episode_return: Any, episode_length: Any, timestep: TimeStep, xp=jnp)
 
 def team_reward(timestep: TimeStep) -> Any:
     """The reward an episode's return adds up: the environment's, or the mean over the agents of several agents'
-    (rewards `[..., N]` beside a step type `[...]`), as JaxMARL's baselines report a team's return."""
-    extra_axes = timestep.reward.ndim - timestep.step_type.ndim
-    return timestep.reward.mean(axis=tuple(range(-extra_axes, 0))) if extra_axes else timestep.reward
+    (rewards `[..., N]` beside a step type `[...]`, or a dict of them by team), as JaxMARL's baselines report a
+    team's return."""
+    rewards = jax.tree.leaves(timestep.reward)
+    extra_axes = rewards[0].ndim - timestep.step_type.ndim
+    if not extra_axes:
+        return timestep.reward
+    agent_axes = tuple(range(-extra_axes, 0))
+    total = sum(reward.sum(axis=agent_axes) for reward in rewards)
+    return total / sum(math.prod(reward.shape[-extra_axes:]) for reward in rewards)
 
 
 def completed(timestep: TimeStep, episode_return: Any, episode_length: Any, xp=jnp) -> Completed:
