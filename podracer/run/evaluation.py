@@ -28,6 +28,7 @@ from ml_collections import ConfigDict
 from podracer.agents import Agent
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.envs import episodes
 from podracer.envs.timestep import LAST
 
 FIELDS = ("eval_mean_return", "eval_return_stderr", "eval_mean_length", "eval_episodes", "eval_unfinished")
@@ -88,10 +89,11 @@ def tally(totals: tuple, timestep: Any, xp: Any = jnp) -> tuple:
     """`(returns, lengths, ended)` `[B]` after one more step of a batch that plays one episode per environment.
 
     A step after an environment's episode ended (the batch moves in lockstep)
-    counts for nothing. `xp` is `jax.numpy` in a compiled loop, `numpy` on the host.
+    counts for nothing; several agents count their mean reward (`episodes.team_reward`). `xp` is `jax.numpy` in a
+    compiled loop, `numpy` on the host.
     """
     returns, lengths, ended = totals
-    returns = returns + xp.where(ended, 0.0, timestep.reward)
+    returns = returns + xp.where(ended, 0.0, episodes.team_reward(timestep))
     lengths = lengths + xp.where(ended, 0, 1)
     return returns, lengths, ended | (timestep.step_type == LAST)
 
