@@ -1,4 +1,4 @@
-"""A tiny PettingZoo parallel environment for the tests of `podracer.envs.pettingzoo_env`: `pettingzoo:tests.envs.pettingzoo_envs`.
+"""A tiny PettingZoo parallel environment for the tests: `pettingzoo:tests.envs.pettingzoo_envs`.
 
 Agents leave one by one and the time limit cuts the rest, which MPE never
 does; observations carry action masks, and there is no `state()`. Everything
