@@ -59,11 +59,11 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     single = ppo.build(ppo_config, num_updates, centralised_critic=config.agent.critic == "centralised")
     agents = None
     if single.recurrent:  # Its state is per agent: count them in the config's environment.
-        agents = multi_agent.num_agents(env_registry.with_config_kwargs(config, env_registry.make, config.env.name))
+        agents = env_registry.num_agents(config)
     return per_agent.lift(single, config.agent.share_parameters, agents)
 
 
-def check_environment(config: ConfigDict, env: multi_agent.MultiAgentEnvironment) -> None:
+def check_environment(config: ConfigDict, env: multi_agent.MultiAgent) -> None:
     """A centralised critic needs the environment's global state: a `ConfigError` naming `agent.critic` otherwise."""
     if config.agent.critic == "centralised" and not env.has_global_state():
         raise ConfigError(

@@ -73,7 +73,8 @@ def make(config: ConfigDict, num_updates: int) -> Agent:
 def check_environment(config: ConfigDict, env: Any) -> None:
     """A `ConfigError` naming the field, before anything compiles, where the agent `config.agent.name` names cannot
     train on `env`: a single-agent agent on several agents, an agent of several on a single-agent environment,
-    or what the agent's own `check_environment` refuses."""
+    or what the agent's own `check_environment` refuses. `env` is Anakin's pure-JAX environment or one of
+    Sebulba's host batches (`multi_agent.MultiAgent` says how many agents either has)."""
     entry, agents = lookup(config.agent.name), multi_agent.num_agents(env)
     if agents > 1 and not entry.several_agents:
         raise ConfigError(
@@ -81,11 +82,12 @@ def check_environment(config: ConfigDict, env: Any) -> None:
             f"agent {config.agent.name!r} acts as one agent, and {config.env.name} has {agents}",
             f"train them with one of {[name for name in names() if _AGENTS[name].several_agents]}",
         )
-    if entry.several_agents and not isinstance(env, multi_agent.MultiAgentEnvironment):
+    if entry.several_agents and not isinstance(env, multi_agent.MultiAgent):
         raise ConfigError(
             "env.name",
             f"agent {config.agent.name!r} trains the agents of a multi-agent environment, and {config.env.name} has one",
-            "use a multi-agent environment (e.g. jaxmarl:MPE_simple_spread_v3), or a single-agent agent (e.g. ppo)",
+            "use a multi-agent environment (e.g. jaxmarl:MPE_simple_spread_v3, or pettingzoo:mpe2.simple_spread_v3 on "
+            "sebulba), or a single-agent agent (e.g. ppo)",
         )
     if entry.check_environment is not None:
         entry.check_environment(config, env)

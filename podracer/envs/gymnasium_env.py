@@ -39,7 +39,6 @@ raises, dies or hangs is reported and ended.
 """
 
 import difflib
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +47,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from podracer.envs import gymnasium_pool, spaces
-from podracer.envs.host import HostEnvironment, check_num_envs
+from podracer.envs.host import HostEnvironment, check_num_envs, import_if_present
 from podracer.envs.timestep import TimeStep, from_flags
 
 DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
@@ -190,11 +189,7 @@ def _find_spec(task: Any) -> gymnasium.envs.registration.EnvSpec | None:
         return None
     module, separator, env_id = task.partition(":")
     if separator:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name is None or not (module == error.name or module.startswith(error.name + ".")):
-                raise  # The module exists but imports something missing: the user must see that.
+        if import_if_present(module) is None:
             return None
     else:
         env_id = task

@@ -23,7 +23,9 @@ should be seeded `seed + i`, so batches made with seeds `num_envs` apart differ.
 """
 
 import abc
+import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, NamedTuple, Self
 
 import numpy as np
@@ -89,3 +91,17 @@ def check_num_envs(num_envs: Any) -> int:
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}.")
     return int(num_envs)
+
+
+def import_if_present(module: str) -> ModuleType | None:
+    """The module a host environment's name gives (Gymnasium's `module:Id`, a PettingZoo module path), imported;
+    None where no such module exists. A module that exists but imports something missing raises: its user must
+    see that, not an unknown name."""
+    if not all(part.isidentifier() for part in module.split(".")):
+        return None
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is None or not (module == error.name or module.startswith(error.name + ".")):
+            raise
+        return None

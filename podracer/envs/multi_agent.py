@@ -18,6 +18,12 @@ terminal state (a unit that died) and for every agent when the episode
 terminated; 1 at a time limit, where the episode was truncated. A
 single-agent environment is the one-agent case: it has no agent axis and no
 `num_agents`, and nothing about it changes.
+
+`MultiAgent` is what any environment of several agents says about them, a
+pure-JAX one (`MultiAgentEnvironment`, for Anakin) or a batch stepped on the
+host (PettingZoo's, for Sebulba: `podracer.envs.pettingzoo_env`), so the
+checks of agent against environment read both the same way. Both make their
+timesteps with `transition`, with `jax.numpy` or `numpy`.
 """
 
 import abc
@@ -29,20 +35,33 @@ from dm_env import specs
 
 from podracer.envs.actions import GLOBAL_STATE
 from podracer.envs.base import Environment
-from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
+from podracer.envs.timestep import FIRST, TimeStep, from_flags
 
-__all__ = ["GLOBAL_STATE", "LOCAL", "MultiAgentEnvironment", "num_agents", "restart", "transition"]
+__all__ = [
+    "GLOBAL_STATE",
+    "LOCAL",
+    "MultiAgent",
+    "MultiAgentEnvironment",
+    "agent_axis",
+    "num_agents",
+    "restart",
+    "transition",
+]
 
 LOCAL = "local"
 
 
-class MultiAgentEnvironment(Environment):
-    """A pure-JAX environment of `num_agents` homogeneous agents, stacked on a leading agent axis (see above)."""
+class MultiAgent(abc.ABC):
+    """An environment (or a host batch of them) of `num_agents` homogeneous agents on an agent axis (see above)."""
 
     @property
     @abc.abstractmethod
     def num_agents(self) -> int:
         """N, the size of the agent axis."""
+
+    @abc.abstractmethod
+    def observation_spec(self) -> Any:
+        """One environment's observation spec: a dict with `LOCAL` `[N, ...]` (see above)."""
 
     def reward_spec(self) -> specs.Array:
         return specs.Array((self.num_agents,), jnp.float32, name="reward")
@@ -55,9 +74,18 @@ class MultiAgentEnvironment(Environment):
         return GLOBAL_STATE in self.observation_spec()
 
 
+class MultiAgentEnvironment(MultiAgent, Environment):
+    """A pure-JAX environment of `num_agents` homogeneous agents, stacked on a leading agent axis (see above)."""
+
+
 def num_agents(env: Any) -> int:
     """How many agents act in `env`: its `num_agents`, or 1 for a single-agent environment."""
-    return env.num_agents if isinstance(env, MultiAgentEnvironment) else 1
+    return env.num_agents if isinstance(env, MultiAgent) else 1
+
+
+def agent_axis(env: Any) -> tuple[int, ...]:
+    """The shape an environment's rewards and discounts have: `(N,)` for several agents, `()` for one."""
+    return (env.num_agents,) if isinstance(env, MultiAgent) else ()
 
 
 def restart(observation: dict, agents: int) -> TimeStep:
@@ -71,20 +99,27 @@ def restart(observation: dict, agents: int) -> TimeStep:
 
 
 def transition(
-    observation: dict, reward: chex.Array, agent_terminated: chex.Array, terminated: chex.Array, truncated: chex.Array
+    observation: dict,
+    reward: chex.Array,
+    agent_terminated: chex.Array,
+    terminated: chex.Array,
+    truncated: chex.Array,
+    first: Any = False,
+    xp: Any = jnp,
 ) -> TimeStep:
     """A step of every agent: LAST when the episode `terminated` or was `truncated`, MID otherwise.
 
-    `reward` and `agent_terminated` are `[N]`: an agent's discount is 0 where
+    `reward` and `agent_terminated` are `[..., N]`, the episode's flags `[...]`
+    (one environment, or a host batch `[B]`): an agent's discount is 0 where
     its own part ended in a terminal state or the episode terminated, 1
     otherwise (a time limit included). Termination wins over truncation.
+    FIRST where `first` (a host batch's environments that start anew): rewards
+    0 and discounts 1. `xp` is `jax.numpy` or `numpy`; `timestep.from_flags`
+    decides, once for the episode's step type and once for the agents'.
     """
     chex.assert_equal_shape([reward, agent_terminated])
-    terminated = jnp.asarray(terminated, bool)
-    ended = terminated | jnp.asarray(truncated, bool)
-    return TimeStep(
-        step_type=jnp.where(ended, LAST, MID).astype(jnp.int32),
-        reward=jnp.asarray(reward, jnp.float32),
-        discount=jnp.where(agent_terminated | terminated, 0.0, 1.0).astype(jnp.float32),
-        observation=observation,
-    )
+    terminated, first = xp.asarray(terminated, bool), xp.asarray(first, bool)
+    episode = from_flags(observation, 0.0, terminated, truncated, first, xp)
+    agents_ended = xp.asarray(agent_terminated, bool) | terminated[..., None]
+    agents = from_flags(observation, reward, agents_ended, False, first[..., None], xp)
+    return agents.replace(step_type=episode.step_type)

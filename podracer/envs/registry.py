@@ -10,7 +10,9 @@ Three kinds of names:
   envpool's task ids;
 - `SUITE:TASK` names an environment of an existing suite through its adapter:
   `gymnax:Breakout-MinAtar` and `brax:inverted_pendulum` for Anakin,
-  `gymnasium:CartPole-v1` (any Gymnasium id, your own included) for Sebulba.
+  `gymnasium:CartPole-v1` (any Gymnasium id, your own included) and
+  `pettingzoo:mpe2.simple_spread_v3` (any module with a PettingZoo
+  `parallel_env`: several agents) for Sebulba.
   A suite is an optional extra, imported only when a name uses it.
 
 `register` adds a name of either kind, so an environment written in a notebook
@@ -31,7 +33,7 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
-from podracer.envs import envpool_env, envpool_tasks
+from podracer.envs import envpool_env, envpool_tasks, multi_agent
 from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
@@ -74,6 +76,7 @@ SUITES = {
     "popgym_arcade": _suite("popgym_arcade_env", "popgym_arcade"),
     "pgx": _suite("pgx_env", "pgx"),
     "jaxmarl": _suite("jaxmarl_env", "jaxmarl"),  # Several agents in one environment (`podracer.envs.multi_agent`).
+    "pettingzoo": Suite("podracer.envs.pettingzoo_env", ("pettingzoo",), "pettingzoo", host=True),  # Several agents.
 }
 
 _JAX: dict[str, Callable[..., Environment]] = {
@@ -187,6 +190,15 @@ def with_config_kwargs(config: ConfigDict, factory: Callable, *args: Any) -> Any
             f"{config.env.name} rejects {dict(config.env.kwargs)} ({error})",
             "pass only the environment's own options, at values it accepts",
         ) from None
+
+
+def num_agents(config: ConfigDict) -> int:
+    """How many agents act in the config's environment, counted on one built for the config's architecture: a
+    pure-JAX one for Anakin, a host batch of one for Sebulba (`multi_agent.num_agents`)."""
+    if config.architecture == "sebulba":
+        with with_config_kwargs(config, host_factory(config.env.name), 1, config.seed) as env:
+            return multi_agent.num_agents(env)
+    return multi_agent.num_agents(with_config_kwargs(config, make, config.env.name))
 
 
 def split_suite(name: str) -> tuple[str, str]:

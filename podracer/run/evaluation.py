@@ -94,7 +94,8 @@ def tally(totals: tuple, timestep: Any, xp: Any = jnp) -> tuple:
     """`(returns, lengths, ended)` `[B]` after one more step of a batch that plays one episode per environment.
 
     A step after an environment's episode ended (the batch moves in lockstep)
-    counts for nothing. `xp` is `jax.numpy` in a compiled loop, `numpy` on the host.
+    counts for nothing; several agents count their mean reward (`episodes.team_reward`). `xp` is `jax.numpy` in a
+    compiled loop, `numpy` on the host.
     """
     returns, lengths, ended = totals
     returns = returns + xp.where(ended, 0.0, episodes.team_reward(timestep))

@@ -21,6 +21,7 @@ from ml_collections import ConfigDict
 
 from podracer import agents, envs
 from podracer.agents import Agent, Trajectory
+from podracer.envs import multi_agent
 from podracer.envs.host import HostEnvFactory, HostEnvironment
 from podracer.envs.registry import with_config_kwargs
 from podracer.envs.timestep import TimeStep
@@ -98,6 +99,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
     host_envs = make_envs(config, make_env, range(first_thread, first_thread + num_threads), resumes)
     try:
         stepping = settings.env_stepping(config, host_envs[0], actor_devices)
+        agents.registry.check_environment(config, host_envs[0])  # Before anything compiles.
         agent = agent or agents.make(config, num_updates=num_updates * config.learner_minibatches)
         evaluation.check_agent(config, agent)
         compiled = compile_learner(config, agent, host_envs[0], learner_mesh, num_threads, resumes)
@@ -181,7 +183,7 @@ def abstract_trajectory(agent: Agent, learner_state: Any, env: HostEnvironment, 
         lambda spec: jax.ShapeDtypeStruct((batch,) + tuple(spec.shape), jax.dtypes.canonicalize_dtype(spec.dtype)),
         env.observation_spec(),
     )
-    scalar = jax.ShapeDtypeStruct((batch,), "float32")
+    scalar = jax.ShapeDtypeStruct((batch, *multi_agent.agent_axis(env)), "float32")  # [B] or [B, N].
     timestep = TimeStep(
         step_type=jax.ShapeDtypeStruct((batch,), "int32"), reward=scalar, discount=scalar, observation=observation
     )

@@ -1,0 +1,49 @@
+"""Sebulba trains IPPO on PettingZoo's MPE simple_spread: actor threads acting on `[B, N]`, agents checked first."""
+
+import math
+
+import pytest
+
+import podracer
+from podracer.config.errors import ConfigError
+from podracer.envs import registry
+from podracer.run.contract import recent_return
+from tests.helpers import load_config
+
+pytest.importorskip("podracer.envs.pettingzoo_env")
+pytest.importorskip("mpe2")
+
+SMALL = {"envs_per_thread": 4, "unroll_length": 16, "total_steps": 2 * 4 * 16 * 4, "log_every_updates": 1}
+
+
+@pytest.mark.slow  # About 7 s: compiling PPO's update, then four updates.
+def test_ippo_trains_a_few_updates_on_pettingzoo_with_the_agents_mean_return():
+    result = podracer.train(load_config("sebulba_mpe2_spread_ippo", SMALL))
+    assert [record["step"] for record in result.history] == [128, 256, 384, 512]
+    assert all(math.isfinite(record["loss"]) for record in result.history)
+    episodes = sum(record["episodes"] for record in result.history)
+    assert episodes == 16  # 8 environments, 64 steps: two ends of 25 steps each, then FIRST, MID...
+    returns = [record["mean_episode_return"] for record in result.history if record["episodes"]]
+    assert all(-60 < value < 0 for value in returns), returns  # The agents' mean over an episode of 25 steps.
+
+
+def test_the_agents_are_counted_and_checked_before_anything_compiles():
+    config = load_config("sebulba_mpe2_spread_ippo", SMALL)
+    assert registry.num_agents(config) == 3  # What a recurrent IPPO's state is sized by.
+    with config.unlocked():
+        config.agent = podracer.defaults("ppo").agent
+        config.agent.name = "ppo"
+    with pytest.raises(ConfigError, match="acts as one agent, and pettingzoo:mpe2.simple_spread_v3 has 3") as error:
+        podracer.train(config)
+    assert error.value.field == "agent.name"
+
+
+@pytest.mark.slow  # About 6 s.
+def test_ippo_learns_to_stay_and_play_the_better_action_in_a_pettingzoo_environment_of_the_tests():
+    """`pettingzoo_envs.Leavers`: each agent is paid 10 x steps + its action over 4 steps, and leaves (action 2)
+    for good. A uniform policy scores about 85, never leaving but playing 0 scores 100, playing 1 scores 104;
+    seeds 0-2 end 20,480 steps at 102.8-103.6 over the last 100 episodes (the agents' mean)."""
+    overrides = {"env.name": "pettingzoo:tests.envs.pettingzoo_envs", "envs_per_thread": 8, "log_every_updates": 10}
+    overrides |= {"total_steps": 2 * 8 * 16 * 80, "optimizer.learning_rate": 1e-3, "agent.gamma": 0.9}
+    result = podracer.train(load_config("sebulba_mpe2_spread_ippo", overrides, unroll_length=16))
+    assert recent_return(result.history) >= 102
