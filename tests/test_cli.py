@@ -143,6 +143,12 @@ BAD_INPUTS = [
         1,
         ["config.network.shared_torso", "--config.network.shared_torso=False"],
     ),
+    (
+        "configs/anakin_mpe_spread_ippo.py",
+        ["--config.env.name=jaxmarl:MPE_simple_tag_v3"],
+        1,
+        ["config.agent.share_parameters", "'adversary': 3", "--config.agent.share_parameters=False"],
+    ),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
     (DQN, ["--config.agent.replay_ratio=0"], 2, ["config.agent.replay_ratio", ">= 1"]),
     (DQN, ["--config.agent.min_replay_size=60000"], 2, ["config.agent.min_replay_size", "buffer_size"]),

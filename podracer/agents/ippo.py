@@ -15,13 +15,16 @@ single-agent PPO lifted by `per_agent.lift`:
 - `agent.critic`: "local" (IPPO's default) or "centralised" (MAPPO's), whose
   value torso is the critic's own (`network.shared_torso=False`).
 
+Agents of different kinds (an environment's `teams`) get a network each, one
+team at a time (`teams.over_teams`).
+
 With a recurrent core (`network.core`) policy and critic each have their own,
 as the MAPPO paper's recurrent networks and JaxMARL's `mappo_rnn` baselines do.
 """
 
 from ml_collections import ConfigDict
 
-from podracer.agents import per_agent, ppo, registry
+from podracer.agents import per_agent, ppo, registry, teams
 from podracer.agents.agent import Agent
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -57,14 +60,21 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         for field in OWN_FIELDS:
             del ppo_config.agent[field]
     single = ppo.build(ppo_config, num_updates, centralised_critic=config.agent.critic == "centralised")
-    agents = None
-    if single.recurrent:  # Its state is per agent: count them in the config's environment.
-        agents = env_registry.num_agents(config)
-    return per_agent.lift(single, config.agent.share_parameters, agents)
+    layout = env_registry.agent_layout(config)  # A recurrent state per agent, and one agent per team of alike ones.
+    if isinstance(layout, dict):
+        return teams.over_teams({team: per_agent.lift(single, False, size) for team, size in layout.items()})
+    return per_agent.lift(single, config.agent.share_parameters, layout)
 
 
 def check_environment(config: ConfigDict, env: multi_agent.MultiAgent) -> None:
-    """A centralised critic needs the environment's global state: a `ConfigError` naming `agent.critic` otherwise."""
+    """`ConfigError`s naming the field: a centralised critic needs the environment's global state, and agents of
+    different kinds (teams) cannot share one network."""
+    if env.teams is not None and config.agent.share_parameters:
+        raise ConfigError(
+            "agent.share_parameters",
+            f"the agents of {config.env.name} differ in their spaces ({env.teams}), so one network cannot serve all",
+            "set --config.agent.share_parameters=False: a network per agent, vmapped within each team",
+        )
     if config.agent.critic == "centralised" and not env.has_global_state():
         raise ConfigError(
             "agent.critic",

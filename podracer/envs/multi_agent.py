@@ -19,6 +19,13 @@ terminated; 1 at a time limit, where the episode was truncated. A
 single-agent environment is the one-agent case: it has no agent axis and no
 `num_agents`, and nothing about it changes.
 
+Agents of different kinds (whose observation or action spaces differ, MPE
+simple_tag's adversaries and runner say) cannot share one stacked axis. Such
+an environment groups them into teams of alike agents (`teams`: each team's
+size, by name): `LOCAL` and `ACTION_MASK` are then dicts by team of
+`[N_t, ...]` arrays, and actions, rewards and discounts dicts of `[N_t]`,
+with one step type and one global state for all.
+
 `MultiAgent` is what any environment of several agents says about them, a
 pure-JAX one (`MultiAgentEnvironment`, for Anakin) or a batch stepped on the
 host (PettingZoo's, for Sebulba: `podracer.envs.pettingzoo_env`), so the
@@ -43,6 +50,7 @@ __all__ = [
     "MultiAgent",
     "MultiAgentEnvironment",
     "agent_axis",
+    "agent_layout",
     "num_agents",
     "restart",
     "transition",
@@ -63,11 +71,16 @@ class MultiAgent(abc.ABC):
     def observation_spec(self) -> Any:
         """One environment's observation spec: a dict with `LOCAL` `[N, ...]` (see above)."""
 
-    def reward_spec(self) -> specs.Array:
-        return specs.Array((self.num_agents,), jnp.float32, name="reward")
+    @property
+    def teams(self) -> dict[str, int] | None:
+        """Each team's size, by name, where the agents are of different kinds; None where they share one axis."""
+        return None
 
-    def discount_spec(self) -> specs.BoundedArray:
-        return specs.BoundedArray((self.num_agents,), jnp.float32, 0.0, 1.0, name="discount")
+    def reward_spec(self) -> Any:
+        return _by_team(self, lambda n: specs.Array((n,), jnp.float32, name="reward"))
+
+    def discount_spec(self) -> Any:
+        return _by_team(self, lambda n: specs.BoundedArray((n,), jnp.float32, 0.0, 1.0, name="discount"))
 
     def has_global_state(self) -> bool:
         """Whether observations carry a `GLOBAL_STATE`, for a centralised critic."""
@@ -76,6 +89,16 @@ class MultiAgent(abc.ABC):
 
 class MultiAgentEnvironment(MultiAgent, Environment):
     """A pure-JAX environment of `num_agents` homogeneous agents, stacked on a leading agent axis (see above)."""
+
+
+def _by_team(env: MultiAgent, make: Any) -> Any:
+    """`make(N)` for agents on one axis, or `{team: make(N_t)}` for teams."""
+    return make(env.num_agents) if env.teams is None else {team: make(size) for team, size in env.teams.items()}
+
+
+def agent_layout(env: Any) -> int | dict[str, int]:
+    """How the agents of `env` are laid out: each team's size where it has teams, else how many agents it has."""
+    return env.teams if isinstance(env, MultiAgent) and env.teams is not None else num_agents(env)
 
 
 def num_agents(env: Any) -> int:
@@ -88,14 +111,14 @@ def agent_axis(env: Any) -> tuple[int, ...]:
     return (env.num_agents,) if isinstance(env, MultiAgent) else ()
 
 
-def restart(observation: dict, agents: int) -> TimeStep:
-    """The FIRST timestep of an episode of `agents` agents: rewards 0, discounts 1."""
-    return TimeStep(
-        step_type=jnp.int32(FIRST),
-        reward=jnp.zeros((agents,), jnp.float32),
-        discount=jnp.ones((agents,), jnp.float32),
-        observation=observation,
-    )
+def restart(observation: dict, agents: int | dict[str, int]) -> TimeStep:
+    """The FIRST timestep of an episode of `agents` agents (or of teams of those sizes): rewards 0, discounts 1."""
+    sizes = agents if isinstance(agents, dict) else {"": agents}
+    reward = {team: jnp.zeros((size,), jnp.float32) for team, size in sizes.items()}
+    discount = {team: jnp.ones((size,), jnp.float32) for team, size in sizes.items()}
+    if not isinstance(agents, dict):
+        reward, discount = reward[""], discount[""]
+    return TimeStep(step_type=jnp.int32(FIRST), reward=reward, discount=discount, observation=observation)
 
 
 def transition(
@@ -115,8 +138,20 @@ def transition(
     otherwise (a time limit included). Termination wins over truncation.
     FIRST where `first` (a host batch's environments that start anew): rewards
     0 and discounts 1. `xp` is `jax.numpy` or `numpy`; `timestep.from_flags`
-    decides, once for the episode's step type and once for the agents'.
+    decides, once for the episode's step type and once for the agents'. For
+    teams, `reward` and `agent_terminated` are dicts of them, and so are the
+    rewards and discounts made.
     """
+    if isinstance(reward, dict):
+        steps = {
+            team: transition(observation, reward[team], agent_terminated[team], terminated, truncated, first, xp)
+            for team in reward
+        }
+        step = next(iter(steps.values()))
+        return step.replace(
+            reward={team: s.reward for team, s in steps.items()},
+            discount={team: s.discount for team, s in steps.items()},
+        )
     chex.assert_equal_shape([reward, agent_terminated])
     terminated, first = xp.asarray(terminated, bool), xp.asarray(first, bool)
     episode = from_flags(observation, 0.0, terminated, truncated, first, xp)

@@ -192,13 +192,14 @@ def with_config_kwargs(config: ConfigDict, factory: Callable, *args: Any) -> Any
         ) from None
 
 
-def num_agents(config: ConfigDict) -> int:
-    """How many agents act in the config's environment, counted on one built for the config's architecture: a
-    pure-JAX one for Anakin, a host batch of one for Sebulba (`multi_agent.num_agents`)."""
+def agent_layout(config: ConfigDict) -> int | dict[str, int]:
+    """How many agents act in the config's environment, or each team's size where it has teams
+    (`multi_agent.agent_layout`), read from one built for the config's architecture: a pure-JAX one for
+    Anakin, a host batch of one for Sebulba."""
     if config.architecture == "sebulba":
         with with_config_kwargs(config, host_factory(config.env.name), 1, config.seed) as env:
-            return multi_agent.num_agents(env)
-    return multi_agent.num_agents(with_config_kwargs(config, make, config.env.name))
+            return multi_agent.agent_layout(env)
+    return multi_agent.agent_layout(with_config_kwargs(config, make, config.env.name))
 
 
 def split_suite(name: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from dm_env import specs
 
 import podracer
 from podracer import agents, envs
-from podracer.agents import per_agent, ppo
+from podracer.agents import per_agent, ppo, teams
 from podracer.agents.agent import Agent
 from podracer.agents.networks import ActorCritic
 from podracer.agents.torsos import flatten_observation
@@ -20,6 +20,7 @@ from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
 from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import TimeStep
 from podracer.run.contract import recent_return
+from tests.helpers import load_config
 from tests.programs.coordination_game import CuedCoordination, get_config
 
 
@@ -78,6 +79,30 @@ def test_independent_parameters_leave_each_agents_network_to_its_own_loss():
     assert state["w"].shape == (2, 2)  # A network per agent, stacked on the agent axis.
     state, _ = agent.learn(state, constant_trajectory(np.array([[1.0, 2.0], [0.0, 0.0]])), jax.random.key(1))
     np.testing.assert_allclose(state["w"], [[-1.0, -2.0], [0.0, 0.0]])
+
+
+def test_teams_of_different_agents_each_learn_on_their_own_part():
+    """Team "a" (two agents observing 2 numbers) and team "b" (one observing 3), a network per agent: each agent's
+    step is minus its own observation, whatever the other team observes."""
+    lifted = {team: per_agent.lift(linear_agent(learning_rate=1.0), share_parameters=False) for team in ("a", "b")}
+    agent = teams.over_teams(lifted)
+    observation_spec = {LOCAL: {"a": specs.Array((2, 2), np.float32), "b": specs.Array((1, 3), np.float32)}}
+    action_spec = {"a": specs.BoundedArray((2,), np.int32, 0, 2), "b": specs.BoundedArray((1,), np.int32, 0, 4)}
+    state = agent.init(jax.random.key(0), observation_spec, action_spec)
+    local = {"a": np.array([[1.0, 2.0], [3.0, -1.0]]), "b": np.array([[0.5, 0.0, -2.0]])}
+    parts = {team: constant_trajectory(local[team]) for team in local}
+    trajectory = Trajectory(
+        parts["a"].timestep.replace(
+            reward={team: part.timestep.reward for team, part in parts.items()},
+            discount={team: part.timestep.discount for team, part in parts.items()},
+            observation={LOCAL: {team: part.timestep.observation[LOCAL] for team, part in parts.items()}},
+        ),
+        {team: part.action for team, part in parts.items()},
+        {team: {} for team in parts},
+    )
+    state, _ = agent.learn(state, trajectory, jax.random.key(1))
+    np.testing.assert_allclose(state["a"]["w"], [[-1.0, -2.0], [-3.0, 1.0]])
+    np.testing.assert_allclose(state["b"]["w"], [[-0.5, 0.0, 2.0]])
 
 
 def rollout(env, agent: Agent, params, steps: int, batch: int, seed: int = 0) -> Trajectory:
@@ -163,6 +188,7 @@ def test_masked_actions_are_never_chosen():
         ("ppo", "cued_coordination", {}, "agent.name"),  # One agent's network for two.
         ("ippo", "catch", {}, "env.name"),  # Several agents' training on one.
         ("mappo", "cued_coordination", {"global_state": False}, "agent.critic"),
+        ("ippo", "jaxmarl:MPE_simple_tag_v3", {}, "agent.share_parameters"),  # One network for different agents.
     ],
 )
 def test_agent_and_environment_must_fit_before_anything_compiles(agent, env_name, kwargs, field):
@@ -193,3 +219,15 @@ def test_two_agents_learn_to_meet_at_the_lit_arm(name, share):
     config.env.kwargs.masked = True
     result = podracer.train(config)
     assert recent_return(result.history) >= 0.9
+
+
+@pytest.mark.slow  # JaxMARL's MPE and two updates of a network per agent, about 8 s.
+def test_ippo_trains_teams_of_different_agents():
+    """MPE simple_tag: three adversaries (observing 16 numbers) and a runner (14), a network for each agent."""
+    config = load_config("anakin_mpe_spread_ippo", {"env.name": "jaxmarl:MPE_simple_tag_v3"})
+    config.agent.share_parameters = False
+    config.num_envs, config.unroll_length, config.total_steps, config.network.hidden_sizes = 8, 32, 8 * 32 * 2, (16,)
+    result = podracer.train(config)
+    assert result.steps == 8 * 32 * 2 and np.isfinite(result.history[-1]["loss"])
+    layers = {team: jax.tree.leaves(state.params)[0].shape[0] for team, state in result.learner_state.items()}
+    assert layers == {"adversary": 3, "agent": 1}  # A network per agent, stacked within its team.

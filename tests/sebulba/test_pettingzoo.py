@@ -29,7 +29,7 @@ def test_ippo_trains_a_few_updates_on_pettingzoo_with_the_agents_mean_return():
 
 def test_the_agents_are_counted_and_checked_before_anything_compiles():
     config = load_config("sebulba_mpe2_spread_ippo", SMALL)
-    assert registry.num_agents(config) == 3  # What a recurrent IPPO's state is sized by.
+    assert registry.agent_layout(config) == 3  # What a recurrent IPPO's state is sized by.
     with config.unlocked():
         config.agent = podracer.defaults("ppo").agent
         config.agent.name = "ppo"

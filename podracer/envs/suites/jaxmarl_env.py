@@ -2,10 +2,11 @@
 `jaxmarl:SMAX`, ...
 
 The adapter keeps podracer's multi-agent contract (`podracer.envs.multi_agent`):
-homogeneous agents stacked on an agent axis in JaxMARL's own agent order
+alike agents stacked on an agent axis in JaxMARL's own agent order
 (`env.agents`), each agent's observation under `LOCAL`, its legal actions
 under `ACTION_MASK` where JaxMARL gives them (`get_avail_actions`), and a
-`GLOBAL_STATE` for centralised critics. It calls JaxMARL's transition,
+`GLOBAL_STATE` for centralised critics. Agents of different kinds come in
+teams, named by their agent names without the index (`team_of`). It calls JaxMARL's transition,
 `step_env`, never its auto-resetting `step`, and never resets by itself.
 
 JaxMARL gives one `done` per agent and `__all__` for the episode, without
@@ -36,6 +37,7 @@ Other JaxMARL tasks follow as their ends are written down here.
 import contextlib
 import dataclasses
 import functools
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -138,31 +140,56 @@ class JaxMarlEnvironment(multi_agent.MultiAgentEnvironment):
     def num_agents(self) -> int:
         return len(self.agents)
 
+    @property
+    def team_members(self) -> dict[str, list[str]] | None:
+        """The agents by team where their spaces differ (`team_of` their names), in JaxMARL's order; None where
+        all are alike."""
+        return _team_members(self.task, self.settings)
+
+    @property
+    def teams(self) -> dict[str, int] | None:
+        members = self.team_members
+        return None if members is None else {team: len(agents) for team, agents in members.items()}
+
     def reset(self, key: chex.PRNGKey) -> tuple[JaxMarlState, TimeStep]:
         key, reset_key = jax.random.split(key)
         observations, env_state = self.suite_env.reset(reset_key)
         return JaxMarlState(env_state, key), multi_agent.restart(
-            self._observation(observations, env_state), self.num_agents
+            self._observation(observations, env_state), multi_agent.agent_layout(self)
         )
 
-    def step(self, state: JaxMarlState, action: chex.Array) -> tuple[JaxMarlState, TimeStep]:
+    def step(self, state: JaxMarlState, action: Any) -> tuple[JaxMarlState, TimeStep]:
         key, step_key = jax.random.split(state.key)
-        actions = {agent: action[i] for i, agent in enumerate(self.agents)}
-        observations, env_state, rewards, dones, _ = self.suite_env.step_env(step_key, state.env_state, actions)
+        observations, env_state, rewards, dones, _ = self.suite_env.step_env(
+            step_key, state.env_state, self._by_agent(action)
+        )
         ends = _family(self.task)
         terminated = ends.terminated(self.suite_env, env_state)
+        agent_terminated = ends.agent_terminated(self.suite_env, env_state, dones, self.agents)
         timestep = multi_agent.transition(
             self._observation(observations, env_state),
-            jnp.stack([rewards[agent] for agent in self.agents]),
-            ends.agent_terminated(self.suite_env, env_state, dones, self.agents),
+            self._stacked(rewards),
+            self._stacked(dict(zip(self.agents, agent_terminated, strict=True))),
             terminated,
             dones["__all__"] & ~terminated,
         )
         return JaxMarlState(env_state, key), timestep
 
+    def _stacked(self, by_agent: dict) -> Any:
+        """Values by agent name stacked on the agent axis, or on each team's."""
+        if self.team_members is None:
+            return jnp.stack([by_agent[agent] for agent in self.agents])
+        return {team: jnp.stack([by_agent[a] for a in agents]) for team, agents in self.team_members.items()}
+
+    def _by_agent(self, action: Any) -> dict:
+        """podracer's actions (`[N, ...]`, or by team) by JaxMARL's agent names."""
+        if self.team_members is None:
+            return {agent: action[i] for i, agent in enumerate(self.agents)}
+        return {a: action[team][i] for team, agents in self.team_members.items() for i, a in enumerate(agents)}
+
     def _observation(self, observations: dict, env_state: Any) -> dict:
         observation = {
-            multi_agent.LOCAL: jnp.stack([observations[agent] for agent in self.agents]),
+            multi_agent.LOCAL: self._stacked(observations),
             GLOBAL_STATE: _family(self.task).global_state(observations, self.agents),
         }
         legal_actions = _family(self.task).legal_actions
@@ -170,7 +197,7 @@ class JaxMarlEnvironment(multi_agent.MultiAgentEnvironment):
             legal_actions = type(self.suite_env).get_avail_actions
         if legal_actions is not None:
             available = legal_actions(self.suite_env, env_state)
-            observation[ACTION_MASK] = jnp.stack([available[agent] for agent in self.agents]).astype(bool)
+            observation[ACTION_MASK] = jax.tree.map(lambda mask: mask.astype(bool), self._stacked(available))
         return observation
 
     def observation_spec(self) -> dict:
@@ -179,12 +206,49 @@ class JaxMarlEnvironment(multi_agent.MultiAgentEnvironment):
             jax.eval_shape(lambda key: self.reset(key)[1].observation, jax.random.key(0)),
         )
 
-    def action_spec(self) -> specs.BoundedArray:
-        space = self.suite_env.action_space(self.agents[0])
-        if hasattr(space, "n"):
-            return specs.BoundedArray((self.num_agents,), np.int32, 0, int(space.n) - 1, name="action")
-        low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
-        return specs.BoundedArray((self.num_agents, *space.shape), np.float32, low, high, name="action")
+    def action_spec(self) -> Any:
+        if self.team_members is None:
+            return _action_spec(self.suite_env.action_space(self.agents[0]), self.num_agents)
+        return {
+            team: _action_spec(self.suite_env.action_space(agents[0]), len(agents))
+            for team, agents in self.team_members.items()
+        }
+
+
+def _action_spec(space: Any, agents: int) -> specs.BoundedArray:
+    """The actions of `agents` agents of JaxMARL's action `space`, stacked."""
+    if hasattr(space, "n"):
+        return specs.BoundedArray((agents,), np.int32, 0, int(space.n) - 1, name="action")
+    low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+    return specs.BoundedArray((agents, *space.shape), np.float32, low, high, name="action")
+
+
+def team_of(agent: str) -> str:
+    """An agent's team: its name without the trailing index (`adversary_1` is of team `adversary`)."""
+    return re.sub(r"_\d+$", "", agent)
+
+
+@functools.lru_cache(maxsize=32)
+def _team_members(task: str, settings: Settings) -> dict[str, list[str]] | None:
+    """The agents by team (`team_of`) where their spaces differ, None where they are all alike. Raises
+    `ValueError` where one team's agents differ: they could not share its stacked axis."""
+    env = _jaxmarl_env(task, settings)
+    spaces = {agent: _space_shapes(env, agent) for agent in env.agents}
+    if len(set(spaces.values())) == 1:
+        return None
+    members: dict[str, list[str]] = {}
+    for agent in env.agents:
+        members.setdefault(team_of(agent), []).append(agent)
+    for team, agents in members.items():
+        if len({spaces[agent] for agent in agents}) > 1:
+            raise ValueError(f"jaxmarl:{task}'s {team} agents differ in their spaces: {[spaces[a] for a in agents]}")
+    return members
+
+
+def _space_shapes(env: Any, agent: str) -> tuple:
+    """What must be equal for agents to share an axis: their observation's shape and their action space's."""
+    action = env.action_space(agent)
+    return env.observation_space(agent).shape, getattr(action, "n", None), getattr(action, "shape", None)
 
 
 def _has_action_masks(env: Any) -> bool:
@@ -204,12 +268,10 @@ def make(task: str, **kwargs: Any) -> JaxMarlEnvironment:
     """The adapter of JaxMARL's `task`; `kwargs` are JaxMARL's (`scenario` of SMAX is a map name such as `"3m"`,
     `layout` of Overcooked a layout's name such as `"cramped_room"`).
 
-    Raises `ValueError` for heterogeneous agents, which the stacked agent axis cannot hold.
+    Agents of different kinds come in teams (`team_members`); raises `ValueError` where one team's agents differ.
     """
     env = JaxMarlEnvironment(task, tuple(sorted(kwargs.items())))
-    spaces = {agent: env.suite_env.observation_space(agent).shape for agent in env.agents}
-    if len(set(spaces.values())) > 1:
-        raise ValueError(f"jaxmarl:{task}'s agents observe different shapes {spaces}; podracer stacks equal ones")
+    _team_members(task, env.settings)
     return env
 
 

@@ -3,11 +3,14 @@
 The reference is JaxMARL itself: the same keys drive its `reset` and
 `step_env` (with the key split the adapter makes), and every observation,
 reward, `done` and legal-action mask of an episode and a half must come out
-of the adapter, stacked in JaxMARL's agent order.
+of the adapter, stacked in JaxMARL's agent order (per team, where the agents
+are of different kinds).
 """
 
+import functools
 import subprocess
 import sys
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +32,7 @@ TASKS = [
     ("HeuristicEnemySMAX", {"scenario": "3m"}, [4, 0, 0]),  # One unit moves west, the others stay (no-op).
     ("overcooked", {"layout": "cramped_room", "max_steps": 30}, None),
     ("hanabi", {}, [5, 5]),  # The player to move plays its first card: misplays cost the game's three lives.
+    ("MPE_simple_tag_v3", {}, None),  # Teams: three adversaries (16 observed) chase a runner (14).
 ]
 
 
@@ -46,19 +50,35 @@ def reference_rollout(env, key: jax.Array, actions: jax.Array):
         )
         legal = suite.get_legal_moves if env.task == "hanabi" else suite.get_avail_actions  # Hanabi's are its moves.
         masks = legal(state) if ACTION_MASK in env.observation_spec() else {}
+        by_agent = lambda values: {a: values[a] for a in agents}  # noqa: E731
         record = (
-            jnp.stack([observations[a] for a in agents]),
-            jnp.stack([rewards[a] for a in agents]),
-            jnp.stack([dones[a] for a in agents]),
+            by_agent(observations),
+            by_agent(rewards),
+            by_agent(dones),
             dones["__all__"],
-            jnp.stack([masks[a] for a in agents]) if masks else jnp.zeros(()),
+            by_agent(masks) if masks else {},
         )
         next_key, reset_key = jax.random.split(key)  # As the adapter's `reset` splits its key.
         _, reset_state = suite.reset(reset_key)
         state, key = jax.tree.map(lambda r, s: jnp.where(dones["__all__"], r, s), (reset_state, next_key), (state, key))
         return (state, key), record
 
-    return jax.lax.scan(step, (state, key), actions)[1], jnp.stack([observations[a] for a in agents])
+    return jax.lax.scan(step, (state, key), actions)[1], observations
+
+
+def layout(env, by_agent: dict, axis: int) -> Any:
+    """Values by JaxMARL agent name as the adapter lays agents out: stacked at `axis`, or stacked per team."""
+    members = env.team_members or {"": env.agents}
+    stacked = {team: jnp.stack([by_agent[a] for a in agents], axis) for team, agents in members.items()}
+    return stacked[""] if env.team_members is None else stacked
+
+
+def team_actions(env, actions: jax.Array) -> Any:
+    """Actions `[T, N]` in JaxMARL's agent order as the adapter takes them: as they are, or split by team."""
+    if env.team_members is None:
+        return actions
+    columns = dict(zip(env.agents, jnp.moveaxis(actions, 1, 0), strict=True))
+    return {team: jnp.stack([columns[a] for a in agents], 1) for team, agents in env.team_members.items()}
 
 
 def adapter_rollout(env, key: jax.Array, actions: jax.Array):
@@ -71,14 +91,15 @@ def adapter_rollout(env, key: jax.Array, actions: jax.Array):
         state = jax.tree.map(lambda r, s: jnp.where(timestep.last(), r, s), reset_state, state)
         return state, timestep
 
-    return jax.lax.scan(step, state, actions)[1], first
+    return jax.lax.scan(step, state, team_actions(env, actions))[1], first
 
 
 @pytest.fixture(scope="module", params=TASKS, ids=[task for task, _, _ in TASKS])
 def rollouts(request):
     task, kwargs, fixed = request.param
     env = jaxmarl_env.make(task, **kwargs)
-    actions = jax.random.randint(jax.random.key(1), (STEPS, env.num_agents), 0, env.action_spec().maximum + 1)
+    choices = min(int(np.max(spec.maximum)) + 1 for spec in jax.tree.leaves(env.action_spec()))
+    actions = jax.random.randint(jax.random.key(1), (STEPS, env.num_agents), 0, choices)
     if fixed is not None:
         actions = jnp.broadcast_to(jnp.asarray(fixed, actions.dtype), actions.shape)
     run = jax.jit(lambda key: (reference_rollout(env, key, actions), adapter_rollout(env, key, actions)))
@@ -89,27 +110,33 @@ def test_every_step_is_jaxmarls_own(rollouts):
     env, _, ((records, first_observation), (timesteps, first)) = rollouts
     observations, rewards, dones, episode_done, masks = records
     # The same operations as JaxMARL's, compiled within another program: equal up to XLA's rounding (a few ulps).
-    np.testing.assert_allclose(first.observation[multi_agent.LOCAL], first_observation, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(timesteps.observation[multi_agent.LOCAL], observations, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(timesteps.reward, rewards, rtol=1e-6, atol=1e-7)
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-6, atol=1e-7)
+    jax.tree.map(close, first.observation[multi_agent.LOCAL], layout(env, first_observation, 0))
+    jax.tree.map(close, timesteps.observation[multi_agent.LOCAL], layout(env, observations, 1))
+    jax.tree.map(close, timesteps.reward, layout(env, rewards, 1))
     np.testing.assert_array_equal(timesteps.step_type, np.where(episode_done, LAST, MID))
     if ACTION_MASK in env.observation_spec():
-        np.testing.assert_array_equal(timesteps.observation[ACTION_MASK], masks.astype(bool))
+        jax.tree.map(np.testing.assert_array_equal, timesteps.observation[ACTION_MASK], layout(env, masks, 1))
     assert episode_done.any(), "the rollout must cross an episode's end"
 
 
 def test_specs_describe_the_timesteps_without_stepping(rollouts):
     env, _, (_, (timesteps, first)) = rollouts
-    n = env.num_agents
     spec = env.observation_spec()
-    for name, leaf in first.observation.items():
-        assert (spec[name].shape, spec[name].dtype) == (leaf.shape, leaf.dtype), name
-    assert spec[multi_agent.LOCAL].shape[0] == n and env.has_global_state()
-    assert env.action_spec().shape == (n,) and env.reward_spec().shape == env.discount_spec().shape == (n,)
-    assert (timesteps.reward.shape, timesteps.discount.shape) == ((STEPS, n), (STEPS, n))
+    jax.tree.map(
+        lambda s, leaf: (s.shape, s.dtype) == (leaf.shape, leaf.dtype) or pytest.fail(s), spec, first.observation
+    )
+    assert env.has_global_state()
+    sizes = env.teams or {"": env.num_agents}
+    assert sum(sizes.values()) == env.num_agents
+    for team, n in sizes.items():
+        pick = (lambda x: x) if env.teams is None else (lambda x: x[team])  # noqa: B023
+        assert pick(spec[multi_agent.LOCAL]).shape[0] == n
+        assert pick(env.action_spec()).shape == pick(env.reward_spec()).shape == pick(env.discount_spec()).shape == (n,)
+        assert pick(timesteps.reward).shape == pick(timesteps.discount).shape == (STEPS, n)
+        np.testing.assert_array_equal(pick(first.reward), np.zeros(n))
+        np.testing.assert_array_equal(pick(first.discount), np.ones(n))
     assert int(first.step_type) == FIRST
-    np.testing.assert_array_equal(first.reward, np.zeros(n))
-    np.testing.assert_array_equal(first.discount, np.ones(n))
 
 
 def test_mpe_ends_at_its_time_limit_as_a_truncation_with_the_whole_state_for_a_critic():
