@@ -16,9 +16,13 @@ pytest.importorskip("mpe2")
 SMALL = {"envs_per_thread": 4, "unroll_length": 16, "total_steps": 2 * 4 * 16 * 4, "log_every_updates": 1}
 
 
-@pytest.mark.slow  # About 7 s: compiling PPO's update, then four updates.
-def test_ippo_trains_a_few_updates_on_pettingzoo_with_the_agents_mean_return():
-    result = podracer.train(load_config("sebulba_mpe2_spread_ippo", SMALL))
+@pytest.mark.slow  # About 8 s: compiling MAPPO's update, then four updates.
+def test_recurrent_mappo_trains_a_few_updates_on_pettingzoo_with_the_agents_mean_return():
+    """MAPPO with a network per agent and a GRU per head: the actor threads carry every agent's state across
+    rollouts, the centralised critic reads PettingZoo's global state. (IPPO with shared parameters learns below.)"""
+    recurrent = {"network.core": "gru", "network.core_size": 16, "network.hidden_sizes": (16,)}
+    recurrent |= {"agent.name": "mappo", "agent.critic": "centralised", "agent.share_parameters": False}
+    result = podracer.train(load_config("sebulba_mpe2_spread_ippo", {**SMALL, **recurrent}))
     assert [record["step"] for record in result.history] == [128, 256, 384, 512]
     assert all(math.isfinite(record["loss"]) for record in result.history)
     episodes = sum(record["episodes"] for record in result.history)
