@@ -24,6 +24,7 @@ from podracer.envs.timestep import FIRST, LAST, MID
 from tests.helpers import HANG_SECONDS
 
 jaxmarl_env = pytest.importorskip("podracer.envs.suites.jaxmarl_env")
+pytestmark = pytest.mark.slow  # Five JaxMARL families compiled twice each: make test-fast skips the file.
 
 STEPS = 40  # MPE's episodes last 26 steps: a whole one, its reset and part of the next.
 # Each task with the actions it is stepped with: random ones, or (SMAX, Hanabi) one action per agent, every step.
