@@ -48,7 +48,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
 import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_result, fresh_run_order, rerun_command  # noqa: E402
+from compare_purejaxrl import fresh_pairs  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_mpe_spread_ippo.py")
 SCRIPT = os.path.join("baselines", "IPPO", "ippo_ff_mpe.py")
@@ -162,10 +162,7 @@ def main(argv=None) -> int:
         f"XLA:CPU threads={threads or 'one per core'}, fresh processes; returns are the agents' mean",
         flush=True,
     )
-    results: dict[int, dict] = {}
-    for seed, side in fresh_run_order(args.pairs, SIDES):
-        command = rerun_command(__file__, argv or sys.argv[1:], side, seed)
-        results.setdefault(seed, {})[side] = fresh_result(command, side, seed, env)
+    results = fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env)
     for seed in range(args.pairs):
         theirs, ours = results[seed]["jaxmarl"], results[seed]["podracer"]
         print(

@@ -51,7 +51,7 @@ import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
 import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_result, fresh_run_order, rerun_command  # noqa: E402
+from compare_purejaxrl import fresh_pairs  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_minatar_breakout_pqn.py")
 # purejaxql's config/alg/pqn_minatar.yaml, with pqn_gymnax.py's network at its defaults and no in-training tests.
@@ -183,11 +183,10 @@ def main(argv=None) -> int:
         else f"XLA:CPU threads={threads or 'one per core'}, podracer on one device"
     )
     print(f"Breakout-MinAtar: {steps:,} steps per run, {setting}, fresh processes")
-    results: dict[int, dict] = {}
-    for seed, side in fresh_run_order(args.pairs, SIDES):
-        command = rerun_command(__file__, argv or sys.argv[1:], side, seed)
-        result = fresh_result(command, side, seed, env)
-        results.setdefault(seed, {})[side] = (result["steps_per_second"], result["final_return"])
+    results = {
+        seed: {side: (result["steps_per_second"], result["final_return"]) for side, result in pair.items()}
+        for seed, pair in fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env).items()
+    }
     for seed in range(args.pairs):
         (theirs, their_return), (ours, our_return) = results[seed]["purejaxql"], results[seed]["podracer"]
         print(

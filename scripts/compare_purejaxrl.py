@@ -151,6 +151,15 @@ def rerun_command(script: str, flags: list[str], side: str, seed: int) -> list[s
     return [sys.executable, os.path.abspath(script), *flags, "--side", side, "--seed", str(seed)]
 
 
+def fresh_pairs(script: str, flags: list[str], pairs: int, sides: tuple[str, str], env: dict) -> dict[int, dict]:
+    """`{seed: {side: result}}` of `pairs` pairs of timed runs of `script` with `flags`, each run in a fresh process
+    (`rerun_command`), the sides taking turns (`fresh_run_order`)."""
+    results: dict[int, dict] = {}
+    for seed, side in fresh_run_order(pairs, sides):
+        results.setdefault(seed, {})[side] = fresh_result(rerun_command(script, flags, side, seed), side, seed, env)
+    return results
+
+
 def fresh_result(command: list[str], side: str, seed: int, env: dict | None = None) -> dict:
     """The results of one timed run, `side` on `seed`, that `command` makes in a fresh process; exits if it fails."""
     child = subprocess.run(command, capture_output=True, text=True, env=env)

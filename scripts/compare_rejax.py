@@ -46,7 +46,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
 import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_result, fresh_run_order, rerun_command  # noqa: E402
+from compare_purejaxrl import fresh_pairs  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_pendulum_sac.py")
 # rejax's configs/gymnax/pendulum.yaml, `sac` (v0.1.3), observation normalisation off (see above).
@@ -210,10 +210,7 @@ def main(argv=None) -> int:
         f"{args.num_envs} environment(s), podracer on {args.cpu_devices} XLA:CPU device(s), fresh processes",
         flush=True,
     )
-    results: dict[int, dict] = {}
-    for seed, side in fresh_run_order(args.pairs, SIDES):
-        command = rerun_command(__file__, argv or sys.argv[1:], side, seed)
-        results.setdefault(seed, {})[side] = fresh_result(command, side, seed, env)
+    results = fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env)
     for seed in range(args.pairs):
         theirs, ours = results[seed]["rejax"], results[seed]["podracer"]
         print(
