@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -42,10 +43,7 @@ HANG_SECONDS = 600.0
 # to stop, and fails one whose threads wait longer than stall_timeout_seconds. Tests set them to HANG_SECONDS.
 TIMING_FIELDS = {"anakin": ("max_dispatch_seconds",), "sebulba": ("stop_grace_seconds", "stall_timeout_seconds")}
 
-QUICK_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
-"""XLA flags for a test's child processes that compile less (a tiny program's compile is most of its cost): XLA's
-backend optimisations and its CPU fusion emitters off. For runs compared with each other (a resumed run with an
-uninterrupted one), every one of them compiled alike."""
+SESSION_PREFIXES = ("JAX_", "XLA_", "PJRT_", "PODRACER_")  # What the session sets (`tests/conftest.py`).
 
 
 def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fields: Any):
@@ -80,6 +78,23 @@ def replicas_identical(tree: Any) -> bool:
         if not all(np.array_equal(copies[0], copy) for copy in copies[1:]):
             return False
     return True
+
+
+def users_environment(env: Mapping[str, str | None] | None = None) -> dict:
+    """This process's environment as a user's shell has it: none of the session's JAX, XLA, PJRT and own settings (its
+    forced CPU devices, compile flags, limit on the ISA, thread count, compilation cache) and not its `PYTHONPATH`
+    (the `podracer` command is installed in the environment); `env` adds (None removes) names. The session removed
+    the launcher's own (`tests/conftest.py`), so none of the user's are left either.
+
+    A child started in it sees what `make run` and the `podracer` commands see: one CPU device unless a config
+    asks for more (`cpu_devices`), all of the host's vector instructions, every core's thread.
+    """
+    merged = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(SESSION_PREFIXES) and name != "PYTHONPATH"
+    }
+    return {name: value for name, value in {**merged, **(env or {})}.items() if value is not None}
 
 
 def subprocess_env(num_devices: int = 1, env: Mapping[str, str | None] | None = None) -> dict:
@@ -117,6 +132,13 @@ def run_cli(
 ) -> subprocess.CompletedProcess:
     """Runs `podracer ARGS...` in a fresh interpreter that sees `num_devices` CPU devices (`env` as `run_module`'s)."""
     return _run_python_module("podracer.cli", args, num_devices, timeout, env)
+
+
+def run_as_user(*command: str, cwd: str = ROOT, timeout: float = HANG_SECONDS) -> subprocess.CompletedProcess:
+    """Runs `command` (`podracer ...` is this environment's own command) in `users_environment()`, from `cwd`."""
+    if command[0] == "podracer":
+        command = (os.path.join(os.path.dirname(sys.executable), "podracer"), *command[1:])
+    return run(command, env=users_environment(), cwd=cwd, timeout=timeout)
 
 
 def last_json_line(stdout: str) -> Any:
@@ -282,6 +304,29 @@ def _run_python_module(module: str, args, num_devices: int, timeout: float, env)
 
 def _start_python_module(module: str, args, num_devices: int, env) -> subprocess.Popen:
     return start([sys.executable, "-m", module, *args], env=subprocess_env(num_devices, env))
+
+
+def play_without_podracer(folder: str, as_user: bool = False) -> dict:
+    """Runs tests/programs/play_exported.py by its path, with `-S` and only site-packages on its path, from `folder`:
+    there `import podracer` fails (checked), as where podracer is not installed. Its programs compile with the
+    session's XLA flags, as the test's own do, so that their actions can be compared bitwise; `as_user`: with none."""
+    paths = sysconfig.get_paths()
+    env = {"PYTHONPATH": os.pathsep.join(dict.fromkeys([paths["purelib"], paths["platlib"]])), "JAX_PLATFORMS": "cpu"}
+    kept = ("PATH", "HOME", "TMPDIR") if as_user else ("PATH", "HOME", "TMPDIR", "XLA_FLAGS")
+    env.update({name: os.environ[name] for name in kept if name in os.environ})
+    probe = subprocess.run([sys.executable, "-S", "-c", "import podracer"], cwd=folder, env=env, capture_output=True)
+    assert probe.returncode == 1 and b"No module named 'podracer'" in probe.stderr, probe.stderr
+    script = os.path.join(ROOT, "tests", "programs", "play_exported.py")
+    done = subprocess.run(
+        [sys.executable, "-S", script, folder],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def save_random_rule(path: str, prediction_size: int = 30) -> str:

@@ -7,29 +7,47 @@ import glob
 import json
 import os
 
+import numpy as np
 import pytest
 
 import podracer
-from tests.helpers import HANG_SECONDS, ROOT, last_json_line, load_config, run_cli, run_module, save_random_rule
+from tests.helpers import (
+    HANG_SECONDS,
+    ROOT,
+    last_json_line,
+    load_config,
+    play_without_podracer,
+    run_as_user,
+    run_cli,
+    run_module,
+    save_random_rule,
+)
 
 CATCH = "configs/anakin_catch.py"
 TICTACTOE = "configs/anakin_tictactoe_alphazero.py"
 COORDINATION = "tests/programs/coordination_game.py"  # Two agents (IPPO) on a cooperative game of its own.
 
 
-@pytest.mark.slow  # A podracer train run in a fresh process, about 10 s.
-def test_default_experiment_writes_metrics_tensorboard_and_config_and_shows_progress_on_two_devices(tmp_path):
-    """One run of the default experiment for both the files a run writes and the progress bar's text."""
-    workdir = tmp_path / "run"
-    # As `make run` starts it: no forced device count, so the config's `cpu_devices = 2` applies.
-    result = run_cli(
+@pytest.mark.slow  # Six podracer commands and a JAX program in fresh processes, compiling afresh: about 40 s.
+def test_make_run_then_each_command_on_its_workdir_in_a_users_environment(tmp_path):
+    """What a new user does first, each command in a fresh process with a user's environment, from a scratch folder:
+    `make run`'s experiment (its `podracer train`, shortened), then `podracer evaluate` with a video, `podracer
+    export` and the exported policy played by JAX alone, `podracer plot`, `podracer configs` and `podracer config
+    show`. None of the session's settings reach them: the config's `cpu_devices = 2` splits the CPU as for the
+    user, nothing else forces a device count or limits XLA:CPU's code, and nothing is in a compilation cache, so
+    the checkpoint written on two devices is read back on the one device the other commands have."""
+    workdir, scratch = tmp_path / "run", tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "configs").symlink_to(os.path.join(ROOT, "configs"), target_is_directory=True)
+    result = run_as_user(
+        "podracer",
         "train",
         "--config",
         CATCH,
         "--config.total_steps=24576",  # One dispatch of 3 updates of 512 x 16 steps, a record each.
         f"--config.max_dispatch_seconds={HANG_SECONDS}",  # Never shortened by a busy host.
         f"--workdir={workdir}",
-        env={"XLA_FLAGS": None},
+        cwd=str(scratch),
     )
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
@@ -43,6 +61,70 @@ def test_default_experiment_writes_metrics_tensorboard_and_config_and_shows_prog
     assert "mean episode return" in result.stdout
     assert "24,576 steps on 2 devices in 1 process" in result.stdout
     assert "steps_per_second=" in result.stderr and "mean_return=" in result.stderr and "24.6k/24.6k" in result.stderr
+
+    video = scratch / "catch.gif"
+    evaluated = run_as_user("podracer", "evaluate", str(workdir), "--video", str(video), cwd=str(scratch))
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "over 10 episodes" in evaluated.stdout and video.stat().st_size > 0
+
+    exports = scratch / "exports"  # The policy, its description, and the inputs and actions of the play below.
+    exports.mkdir()
+    exported = run_as_user("podracer", "export", str(workdir), "--out", str(exports / "policy.bin"), cwd=str(scratch))
+    assert exported.returncode == 0, exported.stderr
+    observations = np.zeros((2, 3, 10, 5), np.float32)  # [T, B, rows, columns] of Catch's board.
+    observations[:, :, 9, 2] = 1.0  # The paddle at the bottom, mid-row; no ball yet.
+    np.savez(exports / "policy.inputs.npz", observation=observations, first=np.ones((2, 3), bool))
+    assert play_without_podracer(str(exports), as_user=True) == {"podracer_loaded": False}
+    actions = np.load(exports / "policy.actions.npy")
+    assert actions.shape == (2, 3) and set(actions.ravel()) <= {0, 1, 2}
+
+    plotted = run_as_user("podracer", "plot", str(workdir), "--out", str(scratch / "run.png"), cwd=str(scratch))
+    assert plotted.returncode == 0 and (scratch / "run.png").read_bytes().startswith(b"\x89PNG"), plotted.stderr
+    listed = run_as_user("podracer", "configs", cwd=str(scratch))
+    assert listed.returncode == 0 and "anakin_catch" in listed.stdout, listed.stderr
+    shown = run_as_user("podracer", "config", "show", CATCH, "--config.seed=7", cwd=str(scratch))
+    assert shown.returncode == 0 and json.loads(shown.stdout)["seed"] == 7, shown.stderr
+
+
+META = "configs/anakin_lpg_gridworlds.py"
+META_TINY = {  # 4 meta-updates of 2 members (one per device of the config's `cpu_devices = 2`) on one small chain.
+    "meta.environments": '(("lpg_delayed_chain",{"variant":"short"},2),)',
+    "meta.envs_per_member": 2,
+    "meta.inner_updates": 2,
+    "meta.lifetime": "(4,6)",
+    "meta.updates": 4,
+    "meta.updates_per_dispatch": 2,
+    "meta.hidden_size": 8,
+    "meta.embedding_size": 4,
+    "agent.prediction_size": 4,
+    "network.hidden_sizes": "(8,)",
+    "unroll_length": 4,
+}
+
+
+@pytest.mark.slow  # Meta-trains, then trains with the rule, each a fresh process compiling afresh: about 40 s.
+def test_meta_train_then_train_with_its_rule_in_a_users_environment(tmp_path):
+    """`podracer meta-train` writes its rule, and `podracer train` of the learned-rule config trains with it, each in
+    a user's environment (as the first test's commands)."""
+    workdir = tmp_path / "meta"
+    overrides = [f"--config.{field}={value}" for field, value in META_TINY.items()]
+    meta = run_as_user("podracer", "meta-train", "--config", META, f"--workdir={workdir}", *overrides)
+    assert meta.returncode == 0, meta.stderr
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["meta_update"] for r in records][-1] == 4 and all(np.isfinite(r["meta_loss"]) for r in records)
+    rule = workdir / "rule"
+    trained = run_as_user(
+        "podracer",
+        "train",
+        "--config",
+        LEARNED_RULE,
+        f"--config.agent.rule_checkpoint={rule}",
+        "--config.agent.prediction_size=4",
+        "--config.total_steps=4096",
+        f"--workdir={tmp_path / 'train'}",
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert "mean episode return" in trained.stdout
 
 
 SEBULBA = "configs/sebulba_cartpole_impala.py"
@@ -236,12 +318,25 @@ def saved_rule(tmp_path_factory) -> str:
     return save_random_rule(str(tmp_path_factory.mktemp("rule") / "rule"))
 
 
-@pytest.mark.parametrize("devices", sorted({devices for _, _, devices, _ in BAD_INPUTS}))
-def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices, saved_rule):
+def imports_a_suite(config: str, args: list[str]) -> bool:
+    """Whether a case's command imports one of the suites that take seconds to import (JaxMARL, gymnax)."""
+    return any(suite in " ".join([config, *args]) for suite in ("jaxmarl", "gymnax", "_mpe_"))
+
+
+# One process per device count (JAX starts once in each); the cases that import a slow suite in one of their own,
+# slow, so that `make test-fast` keeps the rest (the JaxMARL and gymnax imports were 23 of their 25 s).
+BAD_INPUT_GROUPS = [
+    pytest.param(devices, suites, marks=[pytest.mark.slow] if suites else [], id=f"{devices}{'-suites' * suites}")
+    for devices, suites in sorted({(devices, imports_a_suite(config, args)) for config, args, devices, _ in BAD_INPUTS})
+]
+
+
+@pytest.mark.parametrize("devices, suites", BAD_INPUT_GROUPS)
+def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, devices, suites, saved_rule):
     cases = [
         ([config, *(arg.replace(RULE, saved_rule) for arg in args)], words)
         for config, args, count, words in BAD_INPUTS
-        if count == devices
+        if (count, imports_a_suite(config, args)) == (devices, suites)
     ]
     payload = json.dumps([(args, str(tmp_path / f"run{i}")) for i, (args, _) in enumerate(cases)])
     result = run_module("run_cli_cases", payload, num_devices=devices)  # JAX starts once per device count.
@@ -254,9 +349,6 @@ def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, dev
             assert word in message, (args, message)
         assert "Traceback" not in outcome["stderr"]
         assert not outcome["workdir_exists"], args
-
-
-META = "configs/anakin_lpg_gridworlds.py"
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,11 @@
 It reads the newest readable checkpoint (or the one asked for), takes the
 resolved config the checkpoint was written with, rebuilds the agent and the
 environment that config names, and restores the agent's learner state, and
-nothing else of the training state: the environments' states and the keys are
-not needed to act, and a replay buffer split over the training devices is
-read as it was written, whatever the devices here. A population's member is
-chosen by its index.
+nothing else of the training state: the environments' states, the keys and a
+replay buffer are not needed to act, and are not read. The learner state is
+read into host memory, so a checkpoint saved on any number of devices loads
+onto the devices this process has. A population's member is chosen by its
+index.
 """
 
 import dataclasses
@@ -15,6 +16,7 @@ import os
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from ml_collections import ConfigDict
 
@@ -65,14 +67,9 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     if checkpoint is not None and checkpoint not in updates:
         raise ConfigError("checkpoint", f"{folder} has no checkpoint {checkpoint}", f"choose one of {updates}")
     path = os.path.join(folder, str(checkpoint if checkpoint is not None else updates[0]))
-    manager = ocp.CheckpointManager(folder, item_names=("state", "meta"))
-    try:
-        items = ocp.args.Composite(state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore())
-        restored = manager.restore(int(os.path.basename(path)), args=items)
-    finally:
-        manager.close()
-    config = from_dict(restored.meta["config"])
-    config, learner = _member(config, restored.state["learner"], member)
+    learner, meta = _restore_learner(folder, int(os.path.basename(path)))
+    config = from_dict(meta["config"])
+    config, learner = _member(config, learner, member)
     agent = agents.make(config, num_updates=_num_updates(config))
     spec_env = make_env(config)
     try:
@@ -82,7 +79,29 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
         if config.architecture == "sebulba":
             spec_env.close()
     learner = _as_tree(learner, like)
-    return TrainedAgent(config, agent, agent.acting_params(learner), int(restored.meta["step"]), path)
+    return TrainedAgent(config, agent, agent.acting_params(learner), int(meta["step"]), path)
+
+
+def _restore_learner(folder: str, update: int) -> tuple[Any, dict]:
+    """The learner state of `folder`'s checkpoint of `update` as NumPy arrays on the host, and its metadata.
+
+    Only the learner's part of the training state is read, and into host
+    memory, so a checkpoint written on any number of devices (two XLA:CPU
+    devices, a TPU slice) is read the same on the devices this process has:
+    orbax would otherwise lay each array out as it was saved, and refuse a
+    different topology.
+    """
+    handlers = {"state": ocp.PyTreeCheckpointHandler(), "meta": ocp.JsonCheckpointHandler()}
+    manager = ocp.CheckpointManager(folder, item_names=("state", "meta"), item_handlers=handlers)
+    try:
+        saved = dict(manager.item_metadata(update)["state"])["learner"]
+        like = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype), saved)
+        on_host = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), like)
+        state = ocp.args.PyTreeRestore(item={"learner": like}, restore_args={"learner": on_host}, partial_restore=True)
+        restored = manager.restore(update, args=ocp.args.Composite(state=state, meta=ocp.args.JsonRestore()))
+    finally:
+        manager.close()
+    return restored.state["learner"], restored.meta
 
 
 def from_dict(saved: dict) -> ConfigDict:

@@ -1,9 +1,8 @@
 """LPG meta-training (`podracer meta-train`): a short run lowers its meta-loss, and a run killed with SIGKILL and
 started again ends bitwise where an uninterrupted one does (the saved rule and every record but its timings).
 
-Two processes share one persistent compilation cache, so the program is compiled once: the first is killed, the
-second resumes its run and then runs the uninterrupted one. XLA's backend optimisations and its CPU fusion
-emitters are off in both (a tiny program's compile is most of its cost); the comparison is between runs compiled
+Two processes share the session's persistent compilation cache, so the program is compiled once: the first is
+killed, the second resumes its run and then runs the uninterrupted one; the comparison is between runs compiled
 with the same options.
 """
 
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.anakin.test_resume import logged
-from tests.helpers import QUICK_COMPILE_FLAGS, run_module, start_program, wait_until
+from tests.helpers import run_module, start_program, wait_until
 
 # One family, 2 members (one per device), lifetimes that end mid-run (and a start at the first meta-update).
 TINY = {
@@ -46,19 +45,14 @@ def records(workdir) -> list[dict]:
 
 @pytest.mark.slow  # Two meta-training processes, one compile.
 def test_meta_training_lowers_its_meta_loss_and_resumes_bitwise_after_a_kill(tmp_path):
-    env = {
-        "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"),
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {QUICK_COMPILE_FLAGS}",  # Dispatch: 3.9 s, not 12.5 s.
-    }
     killed, whole = tmp_path / "killed", tmp_path / "whole"
     args = (json.dumps(TINY), str(killed), "0", "4")  # Held at its 4th record until killed.
-    process = start_program("meta_train_run", *args, num_devices=2, env=env)
+    process = start_program("meta_train_run", *args, num_devices=2)
     wait_until(lambda: logged(killed, 3), "3 records", [process])
     process.send_signal(signal.SIGKILL)
     process.wait()
 
-    both = run_module("meta_train_run", json.dumps(TINY), f"{killed}{os.pathsep}{whole}", "0", num_devices=2, env=env)
+    both = run_module("meta_train_run", json.dumps(TINY), f"{killed}{os.pathsep}{whole}", "0", num_devices=2)
     assert both.returncode == 0, both.stderr[-3000:]
     assert "resuming from" in both.stderr
     resumed_rule, whole_rule = map(json.loads, both.stdout.strip().splitlines()[-2:])

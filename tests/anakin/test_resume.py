@@ -20,10 +20,8 @@ import pytest
 
 import podracer
 from podracer.run.checkpoints import Checkpointer
-from podracer.runtime import local_pod
 from tests.helpers import (
     HANG_SECONDS,
-    QUICK_COMPILE_FLAGS,
     finish,
     last_json_line,
     load_config,
@@ -172,11 +170,10 @@ def run_pod(*workdirs, pause_and_hold: tuple[str, ...] = ()) -> list[subprocess.
     """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/runtime/test_distributed.py),
     training into `workdirs` in turn.
 
-    `pause_and_hold`: train_in_pod's PAUSE_SECONDS and HOLD_FROM, if given. Compiled with `QUICK_COMPILE_FLAGS`.
+    `pause_and_hold`: train_in_pod's PAUSE_SECONDS and HOLD_FROM, if given.
     """
-    quick = {"XLA_FLAGS": f"{local_pod.forced_cpu_env(2)['XLA_FLAGS']} {QUICK_COMPILE_FLAGS}"}
     args = (CONFIG, json.dumps(POD), os.pathsep.join(map(str, workdirs)), *pause_and_hold)
-    return start_pod("train_in_pod", 2, 2, args=args, env=quick)
+    return start_pod("train_in_pod", 2, 2, args=args)
 
 
 def results(pod: list[subprocess.Popen]) -> list[tuple[list[dict], str]]:

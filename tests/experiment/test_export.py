@@ -4,9 +4,6 @@ import dataclasses
 import errno
 import json
 import os
-import subprocess
-import sys
-import sysconfig
 
 import jax
 import numpy as np
@@ -19,7 +16,7 @@ from podracer.envs.actions import clip_to_spec
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from podracer.experiment import trained as trained_lib
 from podracer.experiment.export import export_policy
-from tests.helpers import HANG_SECONDS, ROOT, load_config
+from tests.helpers import load_config, play_without_podracer
 
 TINY = {"num_envs": 8, "unroll_length": 2, "total_steps": 16, "cpu_devices": 1, "network.hidden_sizes": (8,)}
 LSTM = {"network.core": "lstm", "network.core_size": 8, "network.shared_torso": True}
@@ -80,27 +77,6 @@ def save_inputs(path: str, observations, first: np.ndarray) -> None:
     flat = jax.tree_util.tree_flatten_with_path(observations)[0]
     named = {"/".join(["observation", *(str(entry.key) for entry in path)]): leaf for path, leaf in flat}
     np.savez(path, first=first, **named)
-
-
-def play_without_podracer(folder: str) -> dict:
-    """Runs tests/programs/play_exported.py by its path, with `-S` and only site-packages on its path, from `folder`:
-    there `import podracer` fails (checked), as where podracer is not installed."""
-    paths = sysconfig.get_paths()
-    env = {"PYTHONPATH": os.pathsep.join(dict.fromkeys([paths["purelib"], paths["platlib"]])), "JAX_PLATFORMS": "cpu"}
-    env.update({name: os.environ[name] for name in ("PATH", "HOME", "TMPDIR") if name in os.environ})
-    probe = subprocess.run([sys.executable, "-S", "-c", "import podracer"], cwd=folder, env=env, capture_output=True)
-    assert probe.returncode == 1 and b"No module named 'podracer'" in probe.stderr, probe.stderr
-    script = os.path.join(ROOT, "tests", "programs", "play_exported.py")
-    done = subprocess.run(
-        [sys.executable, "-S", script, folder],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=HANG_SECONDS,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow  # Trains (a compilation), exports five policies and starts a fresh interpreter: about 15 s.
