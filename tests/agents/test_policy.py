@@ -4,7 +4,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy import stats
 
 from podracer.agents import policy
 from tests.references import np_log_softmax
@@ -19,6 +18,8 @@ def _gaussian(batch=(4, 3), dims=2):
 
 
 def test_gaussian_log_prob_and_entropy_match_scipy():
+    from scipy import stats  # Here: SciPy's import costs every test process a second or more at collection.
+
     outputs = _gaussian()
     action = RNG.normal(scale=2.0, size=(4, 3, 2)).astype(np.float32)
     mean, std = np.asarray(outputs["mean"], np.float64), np.exp(np.asarray(outputs["log_std"], np.float64))

@@ -23,8 +23,6 @@ from podracer.run import wandb_logger
 from podracer.run.stopping import StoppedBySignal
 from tests.helpers import load_config, wait_until
 
-wandb_internal_pb2 = pytest.importorskip("wandb.proto.wandb_internal_pb2")
-
 STEPS = 2 * 8_192  # Two log records of Catch (an update of 8,192 steps each), then two more on resuming.
 VIDEO_STEP = 8_192  # The first record's step: a video logged by a callback there joins that record's row.
 
@@ -36,6 +34,7 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 
 def transaction_log(path: pathlib.Path) -> list:
     """Every `Record` protobuf of a `.wandb` file, in order."""
+    wandb_records = pytest.importorskip("wandb.proto.wandb_internal_pb2")  # Here: importing wandb takes seconds.
     data = path.read_bytes()
     assert data[:4] == b":W&B"
     records, pending, offset = [], b"", CHUNK_HEADER
@@ -50,7 +49,7 @@ def transaction_log(path: pathlib.Path) -> list:
         pending += data[offset + CHUNK_HEADER : offset + CHUNK_HEADER + length]
         offset += CHUNK_HEADER + length
         if kind in (FULL, LAST):
-            records.append(wandb_internal_pb2.Record.FromString(pending))
+            records.append(wandb_records.Record.FromString(pending))
             pending = b""
     return records
 

@@ -1,4 +1,8 @@
-"""The brax adapter: episodes end by termination (discount 0) or truncation (discount 1), specs, settings."""
+"""The brax adapter: episodes end by termination (discount 0) or truncation (discount 1), specs, settings.
+
+Importing brax (MuJoCo, its MJX and Warp) takes every test process seconds, so the whole file is slow: `make
+test-fast` does not import it (`conftest.SLOW_FILES`).
+"""
 
 import jax
 import jax.numpy as jnp
@@ -6,14 +10,22 @@ import numpy as np
 import pytest
 from dm_env import specs
 
+from podracer import envs
 from podracer.envs import LAST, MID
 from podracer.envs.suites import brax_env
 from podracer.envs.wrappers import Batched
 
 brax = brax_env.brax  # Imported by `brax_env`, which keeps brax's import quiet.
+pytestmark = pytest.mark.slow
 
 
-@pytest.mark.slow  # Compiles brax's physics: about 6 s on 2 cores.
+def test_envs_make_builds_the_adapter_with_its_settings():
+    assert envs.make("brax:inverted_pendulum", episode_length=10) == brax_env.make(
+        "inverted_pendulum", episode_length=10
+    )
+
+
+# Compiles brax's physics: about 6 s on 2 cores.
 def test_inverted_pendulum_terminates_when_pushed_and_is_truncated_when_left_alone():
     """Two pendulums side by side: one pushed until the pole falls (discount 0), one left alone to the time limit."""
     episode_length = 20  # Left alone, the pole stays up longer than this; pushed, it falls in a few steps.
