@@ -13,6 +13,8 @@ suite was started.
   Every test process sees two CPU devices, so in-process tests exercise
   replication too; tests that need more devices start a subprocess (see
   `tests/helpers.py`). XLA reads the flag when JAX initialises its backends.
+  XLA:CPU also compiles quickly (`QUICK_COMPILE_FLAGS`) and, on x86, only
+  AVX2 code (`PINNED_ISA`), so that every host computes the same floats.
   One XLA:CPU thread per process (`PJRT_NPROC=1`, what `config.cpu_threads=1`
   sets): the two xdist workers already keep both cores busy, and a pool of a
   thread per core in each worker and child oversubscribes them. Measured on
@@ -49,6 +51,9 @@ import tempfile
 
 import pytest
 
+from tests import default_compile, host
+from tests import learning as learning_tests  # None of the three imports JAX.
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SESSION_ENV = "PODRACER_TESTS_SESSION"  # The pid of the process that set up this session's environment.
 
@@ -62,6 +67,23 @@ LAUNCHER_NAMES |= {"PYTHONSAFEPATH", "PYTHONOPTIMIZE", "PYTHONWARNINGS", "PYTHON
 LAUNCHER_NAMES |= {"PYTHONINSPECT", "PYTHONBREAKPOINT"}
 
 
+SESSION_XLA_FLAGS = ["--xla_force_host_platform_device_count=2", "--xla_llvm_disable_expensive_passes=true"]
+# Compiling is most of what the tests do (80% of the suite's time, measured with JAX's compile events), so the session
+# compiles quickly: LLVM at -O0 and XLA:CPU's older loop emitters. On the AVX2 host, interleaved: the tests not marked
+# slow 351 s -> 207 s, the slow ones 3,705 -> 3,029 test-seconds (those that mostly run, not compile, slower: MuZero's
+# Sebulba test 97 -> 192 s). What changes is float rounding, as another seed would: the learning tests' thresholds hold
+# for any seed (docs/testing.md). The few claims that hold only for XLA's default build, bitwise equality of two
+# programs built differently, run in a child session without these flags (`tests/default_compile.py`).
+QUICK_COMPILE_FLAGS = ["--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"]
+if not default_compile.IN_CHILD:
+    SESSION_XLA_FLAGS += QUICK_COMPILE_FLAGS
+# On x86, XLA:CPU's code is limited to AVX2, the widest ISA every host of the CI machine has: its AVX-512 code rounds
+# differently, so without the limit a run's floats, and so its learning curve, would depend on which host ran it.
+PINNED_ISA = "AVX2"
+if host.is_x86():
+    SESSION_XLA_FLAGS.append(f"--xla_cpu_max_isa={PINNED_ISA}")
+
+
 def _session_environment(environ) -> None:
     """Replaces, in `environ`, what the launcher set that would change a test's verdict with this session's settings."""
     for name in list(environ):
@@ -73,24 +95,22 @@ def _session_environment(environ) -> None:
     for folder in (cache, matplotlib):
         os.makedirs(folder)
     environ.update(
-        # LLVM's expensive passes cost compile time, which most tests are made of; the matrix products the learning
-        # tests spend their time in are library calls either way. make test-fast: 216 s -> 182 s, learning tests even.
-        # Not also QUICK_COMPILE_FLAGS (tests/helpers.py): the fast tests took 95 s instead of 144 s, but the learning
-        # tests ran 1.5-2.7x as long and nine tests failed, their bitwise equalities of differently built programs
-        # (a population against its members alone, 8 devices against 1) and learning outcomes changed (2026-11-27).
-        XLA_FLAGS="--xla_force_host_platform_device_count=2 --xla_llvm_disable_expensive_passes=true",
+        XLA_FLAGS=" ".join(SESSION_XLA_FLAGS),
         JAX_PLATFORMS="cpu",
         PJRT_NPROC="1",
-        JAX_COMPILATION_CACHE_DIR=cache,
+        JAX_COMPILATION_CACHE_DIR=default_compile.CHILD_CACHE or cache,
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
         MPLBACKEND="Agg",
         MPLCONFIGDIR=matplotlib,
         PYTHONPATH=os.pathsep.join([ROOT, *filter(None, [environ.get("PYTHONPATH")])]),
     )
     environ[SESSION_ENV] = str(os.getpid())
+    if not default_compile.IN_CHILD:
+        environ.update(default_compile.cache_for_children(session_dir))
 
 
-if os.environ.get(SESSION_ENV) != str(os.getppid()):  # Not an xdist worker of the process that set it up.
+# Not an xdist worker of the process that set it up (a child session's parent may be the session's only process).
+if default_compile.IN_CHILD or os.environ.get(SESSION_ENV) != str(os.getppid()):
     _session_environment(os.environ)
 
 
@@ -157,3 +177,46 @@ def pytest_collection_modifyitems(items: list) -> None:
     """Runs the slow tests first (otherwise in the order collected), so that with `--dist load` the workers share them
     from the start and finish together on short tests, instead of one worker ending the suite alone in a long test."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The host's CPU and ISA at the top of the session's output, and the ISA its XLA:CPU code is limited to."""
+    pinned = f"; XLA:CPU code limited to {PINNED_ISA}" if host.is_x86() else ""
+    return f"host: {host.describe()}{pinned}"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    learning_tests.add_option(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    return default_compile.run_in_child(item, learning_tests.child_options(item.config))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    default_compile.save_properties(report)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    learning_tests.print_declared(session)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    learning_tests.parametrize(metafunc)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    learning_tests.report(terminalreporter)
+
+
+@pytest.fixture
+def learning_seed() -> int:
+    """The seed a learning test trains with: `--learning-seeds` parametrizes it, otherwise the suite's one seed."""
+    return learning_tests.DEFAULT_SEED
+
+
+@pytest.fixture
+def learning(request, learning_seed) -> learning_tests.Learning:
+    """A learning test's seed and the check of the thresholds its `learning` markers declare (`tests/learning.py`)."""
+    return learning_tests.Learning(request.node, learning_seed)

@@ -10,6 +10,7 @@ or text, never skipped. Running them trains, so that test is slow; a fast one
 checks that every block compiles.
 """
 
+import itertools
 import json
 import pathlib
 import re
@@ -77,3 +78,29 @@ def test_the_python_examples_run(page, tmp_path):
         timeout=HANG_SECONDS,
     )
     assert result.returncode == 0, f"{page}: an example failed\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+
+
+@pytest.mark.slow  # Collects the learning tests in a fresh pytest: about 5 s.
+def test_the_learning_tests_table_has_a_row_for_every_metric_a_learning_test_declares():
+    """docs/testing.md's table of learning tests: each metric's test, bound and random score as its `learning` marker
+    declares them (`tests/learning.py`), so a new learning test or a changed threshold cannot be left out."""
+    files = sorted(
+        path.relative_to(REPOSITORY).as_posix()
+        for path in (REPOSITORY / "tests").rglob("test_*.py")
+        if "pytest.mark.learning(" in path.read_text()
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "learning"]
+        + ["--learning-declared", *files],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    declared = sorted(json.loads(line) for line in result.stdout.splitlines() if line.startswith("["))
+    lines = (REPOSITORY / "docs" / "testing.md").read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| test | metric | threshold | random |"))
+    rows = itertools.takewhile(lambda line: line.startswith("|"), lines[header + 2 :])
+    documented = sorted([cell.strip() for cell in row.strip("|").split(" | ")][:4] for row in rows)
+    assert len(declared) > 30 and documented == declared

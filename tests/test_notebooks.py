@@ -1,8 +1,9 @@
 """The notebooks in colab/: committed without outputs, and executed top to bottom with nbclient on CPU.
 
-Each notebook's `parameters` cell sets its step budgets; the tests add a cell
-after it with smaller ones (as papermill would), so both run in about a minute
-together. A notebook ends by asserting that its agent learned, so a silent
+Each notebook's `parameters` cell sets its step budgets and seed; the tests add
+a cell after it with smaller budgets and the learning test's seed (as papermill
+would), so both run in about a minute together. A notebook ends by printing
+its agent's return, which the test holds to a threshold, so a silent
 regression fails here. Kernels run with this interpreter (the .venv's
 ipykernel), with Jupyter's and IPython's folders of the test's own: not a
 `python3` kernel, a startup script or a configuration from the user's home.
@@ -90,11 +91,21 @@ def jupyter_folders(tmp_path, monkeypatch):
     monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
 
 
+LEARNED = re.compile(r"learned: mean episode return (\S+) over the last 100 episodes")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_top_to_bottom_and_its_agent_learns(name, jupyter_folders):
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("anakin.ipynb", marks=pytest.mark.learning("last 100 episodes", at_least=2.0, random=-0.6)),
+        pytest.param("sebulba.ipynb", marks=pytest.mark.learning("last 100 episodes", at_least=100, random=22)),
+    ],
+)
+def test_notebook_runs_top_to_bottom_and_its_agent_learns(name, jupyter_folders, learning):
     notebook = read(name)
-    overrides = "\n".join(f"{field} = {value!r}" for field, value in TEST_PARAMETERS[name].items())
+    parameters = {**TEST_PARAMETERS[name], "SEED": learning.seed}
+    overrides = "\n".join(f"{field} = {value!r}" for field, value in parameters.items())
     notebook.cells.insert(parameters_cell(notebook) + 1, nbformat.v4.new_code_cell(overrides))
     # Every wait is for a hang only: a cell may take minutes on a busy machine, the kernel long to start, and its
     # outputs long to arrive after the cell's reply (nbclient's default is 4 s, after which it drops them).
@@ -110,4 +121,4 @@ def test_notebook_runs_top_to_bottom_and_its_agent_learns(name, jupyter_folders)
     assert not [o for o in outputs if o.output_type == "error"]
     pictures = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(pictures) >= (4 if name == "anakin.ipynb" else 1), "the plots were not drawn"
-    assert "learned" in notebook.cells[-1].outputs[-1].get("text", "")
+    learning.check(float(LEARNED.search(notebook.cells[-1].outputs[-1].get("text", "")).group(1)))

@@ -42,12 +42,11 @@ class CuedTarget(podracer.envs.Environment):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("agent", ["actor_critic", "impala", "ppo"])
-def test_agent_learns_a_continuous_task(agent):
+@pytest.mark.learning("last 100 episodes", at_least=0.05 * RANDOM_RETURN, random=RANDOM_RETURN)
+def test_agent_learns_a_continuous_task(agent, learning):
     config = podracer.defaults(agent)
-    config.update(total_steps=150_000, num_envs=32, unroll_length=4, updates_per_dispatch=100, seed=3)
+    config.update(total_steps=150_000, num_envs=32, unroll_length=4, updates_per_dispatch=100, seed=learning.seed)
     config.optimizer.learning_rate = 3e-3
     config.agent.entropy_cost = 0.0
     result = podracer.train(config, env=CuedTarget())
-    final = result.history[-1]["mean_episode_return"]
-    print(agent, [round(r["mean_episode_return"], 3) for r in result.history])
-    assert final > 0.05 * RANDOM_RETURN, f"{agent}: final mean return {final:.3f}, random {RANDOM_RETURN}"
+    learning.check(podracer.recent_return(result.history))

@@ -77,6 +77,7 @@ def assert_members_logged_and_summarised(result, workdir, members):
 
 
 @pytest.mark.slow  # 20-30 s each: a population and each member's own run.
+@pytest.mark.default_compile  # Bitwise only as XLA builds the two programs by default.
 @pytest.mark.parametrize(
     ("name", "fields", "varied"),
     [

