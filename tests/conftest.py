@@ -190,8 +190,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    return default_compile.run_in_child(item, learning_tests.child_options(item.config))
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    return default_compile.run_in_child(pyfuncitem, learning_tests.child_options(pyfuncitem.config))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

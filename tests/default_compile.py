@@ -3,9 +3,10 @@
 The suite compiles with LLVM at -O0 and XLA:CPU's older loop emitters (`tests/conftest.py`): most tests are mostly
 compiling, and the programs they check come out the same but for float rounding. A few claims hold only for the
 programs XLA builds by default, the ones users run: that two programs built differently compute bitwise alike (a
-population's member and its run alone, a meta-gradient at rate 0 and the plain run). A test of one is marked
-`@pytest.mark.default_compile`; the worker then runs it in a fresh `pytest` of its own, whose session leaves out the
-quick-compile flags, and reports that run's outcome, and the properties it recorded (a learning test's metrics),
+population's member and its run alone, a meta-gradient at rate 0 and the plain run); and tests that mostly run,
+not compile (AlphaZero's and MuZero's searches, MuJoCo's physics), run slower at -O0. A test of either is marked
+`@pytest.mark.default_compile`; the worker then calls it in a fresh `pytest` of its own, whose session leaves out
+the quick-compile flags, and takes that run's outcome, and the properties it recorded (a learning test's metrics),
 as the test's.
 """
 
@@ -32,14 +33,11 @@ HANG_SECONDS = 1800.0  # A bound for a hang, far beyond what the marked tests ta
 
 
 def run_in_child(item: pytest.Item, options: Sequence[str] = ()) -> bool | None:
-    """Runs a marked `item` in a child session given `options` and reports its outcome as the test's own; None for
-    any other item."""
+    """Calls a marked test in a child session given `options` instead of in this process (its fixtures are set up
+    and torn down here as for any test); None, to call it here, for any other item."""
     if IN_CHILD or item.get_closest_marker(MARKER) is None:
         return None
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    call = pytest.CallInfo.from_call(lambda: _child_session(item, options), when="call")
-    item.ihook.pytest_runtest_logreport(report=pytest.TestReport.from_item_and_call(item, call))
-    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    _child_session(item, options)
     return True
 
 
