@@ -133,6 +133,7 @@ def agent_slice(trajectory: Trajectory, agent: int) -> Trajectory:
     )
 
 
+@pytest.mark.slow  # Compiles the lifted learner and single-agent PPO's, each for every agent: about 10 s.
 def test_independent_ippo_updates_each_agent_as_single_agent_ppo_on_its_own_trajectory():
     config = get_config()
     config.agent.share_parameters = False

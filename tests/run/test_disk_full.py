@@ -84,6 +84,7 @@ def fill_at_record(monkeypatch, record: int) -> None:
     monkeypatch.setattr(metrics_writer, "open", opening, raising=False)
 
 
+@pytest.mark.slow  # Three Catch runs to their end (one uninterrupted, two cut short and resumed): about 15 s.
 @pytest.mark.parametrize(
     ("fill", "at", "what", "last_good"),
     [
