@@ -45,6 +45,21 @@ TIMING_FIELDS = {"anakin": ("max_dispatch_seconds",), "sebulba": ("stop_grace_se
 
 SESSION_PREFIXES = ("JAX_", "XLA_", "PJRT_", "PODRACER_")  # What the session sets (`tests/conftest.py`).
 
+# configs/anakin_lpg_gridworlds.py's meta-training made tiny, as overrides: one family of 2 members (one per device of
+# the config's `cpu_devices = 2`), lifetimes that end mid-run, small networks; a test adds `meta.updates`.
+TINY_META_TRAINING = {
+    "meta.environments": '(("lpg_delayed_chain", {"variant": "short"}, 2),)',
+    "meta.envs_per_member": 2,
+    "meta.inner_updates": 2,
+    "meta.lifetime": "(4, 6)",
+    "meta.updates_per_dispatch": 2,
+    "meta.hidden_size": 8,
+    "meta.embedding_size": 4,
+    "agent.prediction_size": 4,
+    "network.hidden_sizes": "(8,)",
+    "unroll_length": 4,
+}
+
 
 def load_config(name: str, overrides: Mapping[str, Any] | None = None, /, **fields: Any):
     """`configs/NAME.py` (or NAME itself, a `.py` path from the repository's root) with overrides of dotted fields, as
@@ -80,21 +95,20 @@ def replicas_identical(tree: Any) -> bool:
     return True
 
 
-def users_environment(env: Mapping[str, str | None] | None = None) -> dict:
+def users_environment() -> dict:
     """This process's environment as a user's shell has it: none of the session's JAX, XLA, PJRT and own settings (its
     forced CPU devices, compile flags, limit on the ISA, thread count, compilation cache) and not its `PYTHONPATH`
-    (the `podracer` command is installed in the environment); `env` adds (None removes) names. The session removed
+    (the `podracer` command is installed in the environment). The session removed
     the launcher's own (`tests/conftest.py`), so none of the user's are left either.
 
     A child started in it sees what `make run` and the `podracer` commands see: one CPU device unless a config
     asks for more (`cpu_devices`), all of the host's vector instructions, every core's thread.
     """
-    merged = {
+    return {
         name: value
         for name, value in os.environ.items()
         if not name.startswith(SESSION_PREFIXES) and name != "PYTHONPATH"
     }
-    return {name: value for name, value in {**merged, **(env or {})}.items() if value is not None}
 
 
 def subprocess_env(num_devices: int = 1, env: Mapping[str, str | None] | None = None) -> dict:

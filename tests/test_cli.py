@@ -14,6 +14,7 @@ import podracer
 from tests.helpers import (
     HANG_SECONDS,
     ROOT,
+    TINY_META_TRAINING,
     last_json_line,
     load_config,
     play_without_podracer,
@@ -87,19 +88,7 @@ def test_make_run_then_each_command_on_its_workdir_in_a_users_environment(tmp_pa
 
 
 META = "configs/anakin_lpg_gridworlds.py"
-META_TINY = {  # 4 meta-updates of 2 members (one per device of the config's `cpu_devices = 2`) on one small chain.
-    "meta.environments": '(("lpg_delayed_chain",{"variant":"short"},2),)',
-    "meta.envs_per_member": 2,
-    "meta.inner_updates": 2,
-    "meta.lifetime": "(4,6)",
-    "meta.updates": 4,
-    "meta.updates_per_dispatch": 2,
-    "meta.hidden_size": 8,
-    "meta.embedding_size": 4,
-    "agent.prediction_size": 4,
-    "network.hidden_sizes": "(8,)",
-    "unroll_length": 4,
-}
+META_TINY = {**TINY_META_TRAINING, "meta.updates": 4}
 
 
 @pytest.mark.slow  # Meta-trains, then trains with the rule, each a fresh process compiling afresh: about 40 s.

@@ -14,21 +14,11 @@ import numpy as np
 import pytest
 
 from tests.anakin.test_resume import logged
-from tests.helpers import run_module, start_program, wait_until
+from tests.helpers import TINY_META_TRAINING, run_module, start_program, wait_until
 
-# One family, 2 members (one per device), lifetimes that end mid-run (and a start at the first meta-update).
 TINY = {
-    "meta.environments": '(("lpg_delayed_chain", {"variant": "short"}, 2),)',
-    "meta.envs_per_member": 2,
-    "meta.inner_updates": 2,
-    "meta.lifetime": "(4, 6)",
+    **TINY_META_TRAINING,
     "meta.updates": 12,
-    "meta.updates_per_dispatch": 2,
-    "meta.hidden_size": 8,
-    "meta.embedding_size": 4,
-    "agent.prediction_size": 4,
-    "network.hidden_sizes": "(8,)",
-    "unroll_length": 4,
     "meta.optimizer.learning_rate": 0.01,
     # A large cost on ||pi_hat||^2, so the meta-loss falls within 12 meta-updates whatever the agents' returns.
     "meta.costs": "(0.01, 0.001, 0.1, 0.001)",
