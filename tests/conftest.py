@@ -45,6 +45,7 @@ The xdist workers are children of the process that set this up and inherit it.
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -171,6 +172,19 @@ def _children_end_with_their_test():
 
     yield
     helpers.end_children()
+
+
+# A test file whose every test is slow says so once, at the top: `pytestmark = pytest.mark.slow`.
+WHOLLY_SLOW = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
+    """With the slow tests deselected (`-m "not slow"`: `make test-fast`), a file marked slow as a whole is not even
+    imported: its suite's import (brax, JaxMARL, navix, Playground...) would cost each worker seconds for nothing."""
+    if config.getoption("markexpr") == "not slow" and collection_path.name.startswith("test_"):
+        if collection_path.suffix == ".py" and WHOLLY_SLOW.search(collection_path.read_text()):
+            return True
+    return None
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -155,17 +155,22 @@ def test_pong_impala_runs_a_few_updates():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["sebulba_cartpole_impala", "sebulba_cartpole_ppo"])
+# PPO mostly runs: 28-33 s in a default-compile session here, not 38 at -O0. IMPALA is as quick either way, and its
+# seed 0 scores 468 there (seeds 0-4 at 493-499 as the suite compiles).
+@pytest.mark.parametrize(
+    "name", ["sebulba_cartpole_impala", pytest.param("sebulba_cartpole_ppo", marks=pytest.mark.default_compile)]
+)
 @pytest.mark.learning("last 100 episodes", at_least=475, random=22)
 def test_learns_envpool_cartpole(name, learning):
     """The shipped config, as shipped. Solved as Gym defines it: a mean return of 475 over the last 100 episodes."""
     learning.check(podracer.recent_return(podracer.train(load_config(name, seed=learning.seed)).history))
 
 
-@pytest.mark.slow  # About 30 s.
+@pytest.mark.slow
+@pytest.mark.default_compile  # Mostly runs: 63 s here, not 73 at -O0.
 @pytest.mark.learning("last 100 episodes", at_least=100, random=22)
 def test_dqn_learns_cartpole_from_its_learner_side_buffer(learning):
-    """A fifth of the shipped budget (102,400 steps) scores 157-275 over the last 100 episodes (seeds 0-4); a random
+    """A fifth of the shipped budget (102,400 steps) scores 206-248 over the last 100 episodes (seeds 0-4); a random
     policy 22. As the Anakin DQN's test, the bound is what every seed passes early, not where each one climbs to.
 
     The whole budget solves CartPole (500), as the Anakin DQN's whole budget does (`docs/configuring.md`); the
