@@ -188,8 +188,9 @@ def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None
 
 
 def pytest_collection_modifyitems(items: list) -> None:
-    """Runs the slow tests first (otherwise in the order collected), so that with `--dist load` the workers share them
-    from the start and finish together on short tests, instead of one worker ending the suite alone in a long test."""
+    """Runs the slow tests first (otherwise in the order collected), so that the workers, handed one test at a time
+    (`--maxschedchunk 1`, the Makefile's `XDIST`), share them from the start and finish together on short tests,
+    instead of one worker ending the suite alone in a long test."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
