@@ -1,0 +1,43 @@
+"""The test session's own rules (`tests/conftest.py`): which files `make test-fast` leaves unimported."""
+
+import pathlib
+
+from tests import conftest
+
+TESTS = pathlib.Path(conftest.ROOT) / "tests"
+
+
+class MarkExpression:
+    """The one option `pytest_ignore_collect` reads: pytest's `-m` expression."""
+
+    def __init__(self, expression: str):
+        self.expression = expression
+
+    def getoption(self, name: str) -> str:
+        assert name == "markexpr", name
+        return self.expression
+
+
+def left_unimported(expression: str) -> set[str]:
+    files = TESTS.rglob("*.py")
+    return {
+        path.relative_to(TESTS).as_posix()
+        for path in files
+        if conftest.pytest_ignore_collect(path, MarkExpression(expression))
+    }
+
+
+def test_only_files_marked_slow_as_a_whole_are_left_unimported_and_only_without_the_slow_tests():
+    skipped = left_unimported("not slow")
+    # The suites whose import alone costs each worker seconds.
+    assert {
+        "envs/suites/test_brax_env.py",
+        "envs/suites/test_jaxmarl_env.py",
+        "envs/suites/test_stoa_suites.py",
+    } <= skipped
+    # Files that hold slow tests beside fast ones, and the session's helpers, are imported.
+    assert not skipped & {"anakin/test_train.py", "test_docs.py", "conftest.py", "helpers.py"}
+    for path in skipped:
+        assert "\npytestmark = pytest.mark.slow" in (TESTS / path).read_text(), path
+    for expression in ("", "slow", "learning", "not learning"):
+        assert left_unimported(expression) == set(), expression
