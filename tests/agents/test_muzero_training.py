@@ -20,18 +20,18 @@ def test_muzero_learns_catch_on_anakin(learning):
     learning.check(podracer.recent_return(result.history))
 
 
-@pytest.mark.slow  # About 30 s.
-@pytest.mark.default_compile  # Search mostly runs, not compiles: 97 s here, not 192 at -O0.
-@pytest.mark.learning("last 100 episodes", at_least=200, random=22)
+@pytest.mark.slow  # About 65 s alone here.
+@pytest.mark.default_compile  # Search mostly runs, not compiles: 97 s here, not 192 at -O0 (at 81,920 steps).
+@pytest.mark.learning("last 100 episodes", at_least=120, random=22)
 def test_muzero_learns_cartpole_on_sebulba(learning):
     """One actor thread of 32 environments (the config's 2 x 16, so the same 512 steps per update, with one
-    rollout program to compile instead of two): seed 2 ends 81,920 of the config's 160K steps (160 updates) at 491
-    over the last 100 episodes on one host of the CI machine and at 383 on another (runs are bitwise per host only);
-    seeds 0-4 at 115-469 on the second. A random policy scores 22.
+    rollout program to compile instead of two): 61,440 of the config's 160K steps (120 updates) end seeds 0-4 at
+    191-392 over the last 100 episodes (docs/testing.md); a random policy scores 22. The bound is what every seed
+    passes by then, not where each one climbs to: 81,920 steps ended them at 330-475, for a third more time.
 
     The whole budget, with the config's two threads, ends seeds 0-9 at 494-500 (docs/benchmarks.md).
     """
-    overrides = {"seed": learning.seed, "total_steps": 81_920, "actor_threads_per_device": 1, "envs_per_thread": 32}
+    overrides = {"seed": learning.seed, "total_steps": 61_440, "actor_threads_per_device": 1, "envs_per_thread": 32}
     result = podracer.train(load_config("sebulba_cartpole_muzero", overrides))
     learning.check(podracer.recent_return(result.history))
 
