@@ -4,8 +4,9 @@ The families share an adapter: the grid worlds stoa adapts (XLand-MiniGrid here;
 same way), Pgx, and MuJoCo Playground (with Brax's episode rules). gymnax's family (gymnax, Craftax, POPGym
 Arcade, one adapter) learns in `test_suite_learning.py`. Budgets are cut to a minute or so of this machine each.
 
-Compiling dominates these tests, not stepping: a one-update run (a process alone, one CPU device, cold cache)
-costs Playground 57 of the CPU seconds its test budget's run costs (65), Pgx 22 of 41, XLand-MiniGrid 31 of 36.
+At the suite's quick build compiling dominated these tests, not stepping: a one-update run (a process alone, one
+CPU device, cold cache) cost Playground 57 of the CPU seconds its test budget's run cost (65), Pgx 22 of 41,
+XLand-MiniGrid 31 of 36. All three now run under XLA's default build, whose faster steps outweigh its longer compile.
 Shorter budgets left too little margin (the suite's two devices): Pgx 2048 at 410K steps scored 1,447 and 1,323
 (seeds 0, 1), at 303K 1,430 (seed 0); XLand-MiniGrid at 328K 0.95 (seed 0, Adam at 5e-3).
 """
