@@ -12,7 +12,6 @@ every process trains, and process 0 writes the results.
 """
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +23,7 @@ from podracer.bench.records import AnakinRun, EnvpoolRun, MetaTrainRun, SebulbaR
 from podracer.config.loading import load
 from podracer.experiment.meta_run import meta_train
 from podracer.experiment.train import train
+from podracer.run.whole_files import write_text
 
 
 def rate(task: Task) -> tuple[float, str, float | None]:
@@ -83,10 +83,7 @@ def main(argv: Sequence[str]) -> int:
         spec = json.load(f)
     results = measure([task_from_json(task) for task in spec["tasks"]], spec["repeats"])
     if jax.process_index() == 0:  # Of a pod; a lone process is process 0.
-        partial = f"{results_path}.partial"
-        with open(partial, "w") as f:
-            json.dump(results, f)
-        os.replace(partial, results_path)
+        write_text(results_path, json.dumps(results))
     return 0
 
 

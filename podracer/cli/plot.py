@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from podracer.cli.common import Commands, add_command, report, use_agg
 from podracer.config.errors import UsageError, count
+from podracer.run.whole_files import written_whole
 
 PLOT_FORMATS = (".png", ".pdf", ".svg")
 
@@ -51,15 +52,9 @@ def plot(args: argparse.Namespace) -> int:
         figure, what = _aggregate(args) if args.aggregate else _summary(args)
     except (OSError, ValueError, ImportError) as error:
         return report(args.prog, error)
-    out = args.out
-    partial = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.partial")
-    try:
-        plot_lib.save(figure, partial, file_format=os.path.splitext(out)[1][1:].lower())
-        os.replace(partial, out)  # Atomic: a reader never sees half an image.
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
-    print(f"wrote {out}: {what}")
+    with written_whole(args.out) as partial:  # A reader never sees half an image.
+        plot_lib.save(figure, partial, file_format=os.path.splitext(args.out)[1][1:].lower())
+    print(f"wrote {args.out}: {what}")
     return 0
 
 

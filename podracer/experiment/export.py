@@ -34,6 +34,7 @@ written under a temporary name and renamed when all are written, so a failure
 leaves no file half-written.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -49,6 +50,7 @@ from podracer.config.errors import UsageError
 from podracer.envs.actions import clip_to_spec
 from podracer.envs.timestep import FIRST, MID, TimeStep
 from podracer.experiment.trained import TrainedAgent
+from podracer.run.whole_files import written_whole
 
 FORMAT = "podracer-policy"
 VERSION = 1
@@ -234,15 +236,8 @@ def _spec_json(spec: Any, bounds: bool = False) -> dict:
 
 
 def _write_all(blobs: dict[str, bytes]) -> None:
-    """Writes every file under a temporary name beside it, then renames them all; removes the temporaries on failure."""
-    partials = {path: os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial") for path in blobs}
-    try:
+    """Writes every file whole, and renames none over its path before all are written."""
+    with contextlib.ExitStack() as stack:
         for path, blob in blobs.items():
-            with open(partials[path], "wb") as f:
+            with open(stack.enter_context(written_whole(path)), "wb") as f:
                 f.write(blob)
-        for path, partial in partials.items():
-            os.replace(partial, path)
-    finally:
-        for partial in partials.values():
-            if os.path.exists(partial):
-                os.remove(partial)

@@ -21,6 +21,7 @@ from podracer.envs.frames import frame
 from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent
+from podracer.run.whole_files import written_whole
 from podracer.sebulba.evaluation import SEED_OFFSET, jitted_act, play_host_episodes
 
 
@@ -78,17 +79,11 @@ def write_video(frames: list[np.ndarray], path: str, fps: int = 30) -> None:
     except ImportError:
         raise ImportError("videos need imageio: pip install -e '.[video]'") from None
     extension = os.path.splitext(path)[1].lower()
-    partial = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.partial{extension}")
     video = np.stack(frames)
     if extension == ".mp4":  # H.264 wants sides in whole 16-pixel blocks: black margins rather than a resize.
         height, width = video.shape[1:3]
         video = np.pad(video, ((0, 0), (0, -height % 16), (0, -width % 16), (0, 0)))
     options = {"fps": fps} if extension == ".mp4" else {"duration": 1000 / fps, "loop": 0}
-    try:
-        with warnings.catch_warnings():  # imageio's ffmpeg plugin starts ffmpeg: a fork, then exec, no Python.
-            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-            imageio.imwrite(partial, video, extension=extension, **options)
-        os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+    with written_whole(path, extension) as partial, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)  # imageio's ffmpeg: a fork, then exec, no Python.
+        imageio.imwrite(partial, video, extension=extension, **options)

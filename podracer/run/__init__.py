@@ -5,7 +5,7 @@ records go (`metrics_writer`), checkpoints (`checkpoints`), the lock that
 gives a run its workdir (`workdir_lock`), a full disk said plainly
 (`disk_full`), orbax's own reports of a failed save or restore held back
 (`orbax_reports`), clean stops on signals (`stopping`), the non-finite guard
-(`finite`), the progress bar (`progress`), Weights & Biases (`wandb_logger`) and
-periodic evaluation (`evaluation`). Imports `config`, `runtime`, `envs` and `agents`, never an
+(`finite`), the progress bar (`progress`), Weights & Biases (`wandb_logger`),
+periodic evaluation (`evaluation`) and files written whole (`whole_files`). Imports `config`, `runtime`, `envs` and `agents`, never an
 architecture.
 """

@@ -23,6 +23,7 @@ from tensorboardX.summary import scalar
 
 from podracer.run import disk_full
 from podracer.run.checkpoints import FOLDER, newest_saved
+from podracer.run.whole_files import write_text
 from podracer.runtime.distributed import is_chief
 
 MEMBERS = "members"  # The field of a population's record that holds its members' records.
@@ -53,12 +54,11 @@ class MetricsWriter:
     def _open(self, workdir: str, config: ConfigDict, resume_step: int | None) -> None:
         """Writes `config.json`, keeps the records up to `resume_step` and opens the files records go to."""
         os.makedirs(workdir, exist_ok=True)
-        with open(os.path.join(workdir, "config.json"), "w") as f:
-            f.write(config.to_json(indent=2))
+        write_text(os.path.join(workdir, "config.json"), config.to_json(indent=2))
         path = os.path.join(workdir, "metrics.jsonl")
         if resume_step is not None:
             self.kept = _records_up_to(path, resume_step)
-            replace_file(path, "".join(_json_lines(record) for record in self.kept))
+            write_text(path, "".join(_json_lines(record) for record in self.kept))
         # A fresh run replaces an earlier run's records; a resumed one appends to those it kept.
         self._jsonl = open(path, "w" if resume_step is None else "a")  # noqa: SIM115 -- closed by close().
         self._tensorboard = EventFile(workdir, purge_step=None if resume_step is None else resume_step + 1)
@@ -160,14 +160,6 @@ def read_records(path: str) -> list[dict]:
 def _records_up_to(path: str, step: int) -> list[dict]:
     """The records of `path` (if it exists) whose step is at most `step`."""
     return [record for record in read_records(path) if record["step"] <= step] if os.path.isfile(path) else []
-
-
-def replace_file(path: str, text: str) -> None:
-    """Writes `text` to `path` through a temporary file and a rename, so a kill never leaves half of it."""
-    partial = path + ".partial"
-    with open(partial, "w") as f:
-        f.write(text)
-    os.replace(partial, path)
 
 
 def _json_lines(record: dict) -> str:

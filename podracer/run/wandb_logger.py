@@ -31,8 +31,9 @@ from ml_collections import ConfigDict
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.run.contract import LogEvent
-from podracer.run.metrics_writer import replace_file, scalars
+from podracer.run.metrics_writer import scalars
 from podracer.run.stopping import StoppedBySignal
+from podracer.run.whole_files import write_text
 from podracer.runtime.distributed import is_chief
 
 # "" leaves the choice to wandb (the WANDB_MODE environment variable, else online); "disabled" turns the logger off.
@@ -157,7 +158,7 @@ def start(config: ConfigDict, workdir: str | None) -> WandbLogger | None:
             "and upload later with `wandb sync`",
         ) from None
     if run_id and run_id != kept_id:  # Written once the run has started: a failed start keeps no id.
-        replace_file(os.path.join(workdir, ID_FILE), run_id + "\n")
+        write_text(os.path.join(workdir, ID_FILE), run_id + "\n")
     return WandbLogger(run, first_step=run.step if run.resumed else 0)
 
 
