@@ -50,6 +50,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
+from podracer.runtime.xla_cpu import child_environment  # noqa: E402
+
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_mpe_spread_ippo.py")
 SCRIPT = os.path.join("baselines", "IPPO", "ippo_ff_mpe.py")
 # JaxMARL's baselines/IPPO/config/ippo_ff_mpe.yaml (commit c793d09): what make_train reads, and WANDB_MODE (the seeds
@@ -155,8 +157,7 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps({"side": args.side, **one_run(args)}))
         return 0
     threads = str(args.cpu_threads) if args.cpu_threads else ""  # PJRT_NPROC unset: one thread per core.
-    env = {k: v for k, v in os.environ.items() if k != "PJRT_NPROC"}
-    env.update({"PJRT_NPROC": threads} if threads else {})
+    env = child_environment(threads=args.cpu_threads)
     print(
         f"MPE simple_spread_v3 IPPO: {args.num_envs} environments, {steps:,} steps per run, "
         f"XLA:CPU threads={threads or 'one per core'}, fresh processes; returns are the agents' mean",

@@ -53,6 +53,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
+from podracer.runtime.xla_cpu import child_environment  # noqa: E402
+
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_minatar_breakout_pqn.py")
 # purejaxql's config/alg/pqn_minatar.yaml, with pqn_gymnax.py's network at its defaults and no in-training tests.
 SETTINGS = {
@@ -173,9 +175,7 @@ def main(argv=None) -> int:
         return 0
     _, _, steps = plan(args.total_steps, args.updates_per_dispatch)
     threads = "" if args.whole_machine or not args.cpu_threads else str(args.cpu_threads)  # "": one per core.
-    env = (
-        {**os.environ, "PJRT_NPROC": threads} if threads else {k: v for k, v in os.environ.items() if k != "PJRT_NPROC"}
-    )
+    env = child_environment(threads=0 if args.whole_machine else args.cpu_threads)
     devices = podracer_devices(args)
     setting = (
         f"purejaxql one XLA:CPU thread per core, podracer {devices} XLA:CPU devices of one thread"

@@ -22,6 +22,8 @@ import os
 import subprocess
 import sys
 
+from podracer.runtime.xla_cpu import child_environment
+
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 CARTPOLE_CONFIGS = (
     "anakin_cartpole_ppo",
@@ -72,9 +74,7 @@ def lags(name: str) -> list[int | None]:
 
 
 def launch(name: str, lag: int | None, seed: int, overrides: list[str]) -> float:
-    env = dict(os.environ)
-    if lag is not None:  # One actor and one learner device.
-        env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+    env = child_environment(devices=2) if lag is not None else dict(os.environ)  # One actor and one learner device.
     command = [sys.executable, os.path.abspath(__file__), "--run", name, str(seed), str(lag)]
     command += [f"--set={override}" for override in overrides]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

@@ -30,7 +30,7 @@ import pytest
 
 from podracer.config import loading
 from podracer.runtime import local_pod
-from podracer.runtime.xla_cpu import with_forced_devices
+from podracer.runtime.xla_cpu import child_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -118,12 +118,7 @@ def subprocess_env(num_devices: int = 1, env: Mapping[str, str | None] | None = 
     by `XLA_FLAGS` as well as by the program, so a child with the session's two devices and flags reuses what the
     tests compiled in process, and they what it compiled (the docs' examples are the tests' own runs).
     """
-    merged = {
-        **os.environ,
-        "XLA_FLAGS": with_forced_devices(os.environ.get("XLA_FLAGS", ""), num_devices),
-        "JAX_PLATFORMS": "cpu",
-        **(env or {}),
-    }
+    merged = {**child_environment(devices=num_devices), "JAX_PLATFORMS": "cpu", **(env or {})}
     return {name: value for name, value in merged.items() if value is not None}
 
 

@@ -9,7 +9,6 @@ status is that process's. `scripts/launch_local.py` is the command line over
 this module; `podracer bench` measures Sebulba's replicas with it.
 """
 
-import os
 import signal
 import socket
 import subprocess
@@ -20,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from podracer.runtime.distributed import COORDINATOR_ENV, PROCESS_ID_ENV
-from podracer.runtime.xla_cpu import with_forced_devices
+from podracer.runtime.xla_cpu import child_environment
 
 GRACE_SECONDS = 20  # How long a stopped process may take to exit after SIGTERM before it is killed.
 POLL_SECONDS = 0.2
@@ -36,15 +35,9 @@ def free_port() -> int:
 def forced_cpu_env(devices: int, base: Mapping[str, str] | None = None) -> dict:
     """`base` (this process's environment by default) for a child that sees `devices` forced CPU devices.
 
-    Any `XLA_FLAGS` already set are kept, with this count in place of theirs (`xla_cpu.with_forced_devices`).
+    Any `XLA_FLAGS` already set are kept, with this count in place of theirs (`xla_cpu.child_environment`).
     """
-    base = os.environ if base is None else base
-    return dict(
-        base,
-        XLA_FLAGS=with_forced_devices(base.get("XLA_FLAGS", ""), devices),
-        JAX_PLATFORMS="cpu",
-        PYTHONUNBUFFERED="1",
-    )
+    return {**child_environment(base, devices=devices), "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
 
 
 def process_env(index: int, devices_per_process: int, address: str) -> dict:

@@ -41,6 +41,7 @@ faster for Catch and DQN, slower for SAC.
 
 import os
 import warnings
+from collections.abc import Mapping
 
 import jax
 from jax._src import xla_bridge
@@ -53,14 +54,35 @@ DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
 
 def with_forced_devices(xla_flags: str, devices: int) -> str:
-    """`xla_flags` with `devices` forced CPU devices in place of any count they set, the other flags kept.
+    """`xla_flags` with `devices` forced CPU devices in place of any count they set (0: none), the other flags kept.
 
     One count, not a second appended (XLA would read the last): JAX keys its
     persistent compilation cache by the flags' text, so a child given the same
     count as its parent reuses the programs the parent compiled.
     """
     kept = [flag for flag in xla_flags.split() if not flag.startswith(f"{DEVICES_FLAG}=")]
-    return " ".join([*kept, f"{DEVICES_FLAG}={devices}"])
+    return " ".join([*kept, f"{DEVICES_FLAG}={devices}"] if devices else kept)
+
+
+def child_environment(
+    base: Mapping[str, str] | None = None, *, threads: int | None = None, devices: int | None = None
+) -> dict[str, str]:
+    """`base` (this process's environment by default) for a child process whose XLA:CPU has `threads` threads and
+    `devices` devices: the one place a child's XLA:CPU setting is made, for the pods, the comparison scripts and the
+    tests' programs.
+
+    `threads`: 0 leaves PJRT its default, one per core (`PJRT_NPROC` removed); None keeps `base`'s setting.
+    `devices`: forced in place of any count `base` sets (`with_forced_devices`); 0 removes every count, so that
+    the child's config decides (`cpu_devices`); None keeps `base`'s.
+    """
+    env = dict(os.environ if base is None else base)
+    if threads is not None:
+        env.pop(THREADS_ENV, None)
+        env.update({THREADS_ENV: str(threads)} if threads else {})
+    if devices is not None:
+        env.pop(DEVICES_ENV, None)
+        env["XLA_FLAGS"] = with_forced_devices(env.get("XLA_FLAGS", ""), devices)
+    return env
 
 
 def set_cpu_threads(threads: int) -> None:

@@ -6,7 +6,7 @@ import os
 import jax
 import pytest
 
-from podracer.runtime.xla_cpu import unroll_threefry, with_forced_devices
+from podracer.runtime.xla_cpu import child_environment, unroll_threefry, with_forced_devices
 from tests.helpers import run_module
 
 USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
@@ -79,3 +79,26 @@ def test_a_forced_device_count_replaces_the_one_set_and_keeps_the_other_flags():
         "--xla_llvm_disable_expensive_passes=true --xla_force_host_platform_device_count=4"
     )
     assert with_forced_devices("", 1) == "--xla_force_host_platform_device_count=1"
+    assert with_forced_devices(flags, 0) == "--xla_llvm_disable_expensive_passes=true"  # No count: the config's.
+
+
+def test_a_childs_environment_sets_its_threads_and_devices_and_keeps_the_rest():
+    """One count, never a second appended; threads 0 is PJRT's own default (one per core), so no PJRT_NPROC."""
+    parent = {
+        "HOME": "/home/me",
+        "PJRT_NPROC": "1",
+        "JAX_NUM_CPU_DEVICES": "4",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2 --xla_cpu_max_isa=AVX2",
+    }
+    assert child_environment(parent) == parent
+    child = child_environment(parent, threads=3, devices=8)
+    assert child == {
+        "HOME": "/home/me",
+        "PJRT_NPROC": "3",
+        "XLA_FLAGS": "--xla_cpu_max_isa=AVX2 --xla_force_host_platform_device_count=8",
+    }
+    assert child_environment(parent, threads=0, devices=0) == {
+        "HOME": "/home/me",
+        "XLA_FLAGS": "--xla_cpu_max_isa=AVX2",
+    }
+    assert parent["PJRT_NPROC"] == "1"  # The parent's own is left as it was.
