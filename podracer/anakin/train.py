@@ -12,7 +12,6 @@ import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import jax
 import numpy as np
@@ -76,7 +75,8 @@ def train(
     checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
     run = build(config, env, agent)
     resumed = restore_into(checkpointer, run)
-    log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, started, resumed)
+    total_steps = run.num_updates * run.steps_per_update
+    log = RunLog(workdir, config, total_steps, callbacks, started, resumed, compile_seconds=run.compile_seconds)
     try:
         dispatch_until_done(run, log, checkpointer)
     finally:
@@ -159,7 +159,7 @@ def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer)
     """
     stop_requests: list[int] = []
     with stop_signals(stop_requests.append):
-        last_time, first_record = time.perf_counter(), True
+        last_time = time.perf_counter()
         while run.update < run.num_updates:
             updates = budget.next_stretch(run.update, run.num_updates, run.updates_per_dispatch)
             dispatch_start = time.perf_counter()
@@ -169,29 +169,21 @@ def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer)
             now = time.perf_counter()
             record = make_record((run.update + updates) * run.steps_per_update, metrics, completed, run.members)
             record["steps_per_second"] = updates * run.steps_per_update * max(run.members, 1) / (now - last_time)
-            if first_record:  # Of this process: a resumed run compiled again.
-                record["compile_seconds"], first_record = run.compile_seconds, False
-            evaluate_if_due(run, record, run.update * run.steps_per_update, run.update + updates >= run.num_updates)
+            evaluation.evaluate_if_due(
+                run.evaluate and functools.partial(run.evaluate, run.state.learner, run.hyperparameters),
+                run.config,
+                record,
+                run.update * run.steps_per_update,
+                final=run.update + updates >= run.num_updates,
+                members=run.members,
+            )
             log.report(record, run.state)
-            for member, (member_metrics, member_flags) in enumerate(members_of((metrics, flags), run.members)):
+            each_member = population.members_of((metrics, flags), run.members)
+            for member, (member_metrics, member_flags) in enumerate(each_member):
                 finite.check(run.update + 1, member_metrics, member_flags, member if run.members else None)
             run.update += updates
             save_and_stop(run, checkpointer, record, stop_requests, now - dispatch_start)
             last_time = time.perf_counter()
-
-
-def evaluate_if_due(run: AnakinRun, record: dict, previous_step: int, final: bool) -> None:
-    """Adds an evaluation's fields to `record` (a population's to each member's) when one is due: a multiple of
-    `evaluation.every_steps` lies between the previous record and this one, or this is the run's last record."""
-    every = run.config.evaluation.every_steps
-    if run.evaluate is None or not evaluation.is_due(record["step"], evaluation.next_due(previous_step, every), final):
-        return
-    started = time.perf_counter()
-    outputs = run.evaluate(run.state.learner, run.hyperparameters)
-    member_records = record[MEMBERS] if run.members else [record]
-    for member_record, member_outputs in zip(member_records, members_of(outputs, run.members), strict=True):
-        member_record.update(evaluation.record_fields(*member_outputs, run.config.evaluation.success_return))
-    record["eval_seconds"] = time.perf_counter() - started
 
 
 def save_and_stop(
@@ -215,16 +207,11 @@ def save_and_stop(
     run.updates_per_dispatch = shorter
 
 
-def members_of(tree: Any, members: int) -> list:
-    """`[tree]` for a single run; a population's `tree` (leading member axis) as one tree per member."""
-    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(members)] if members else [tree]
-
-
 def make_record(step: int, metrics: dict, completed: Completed, members: int) -> dict:
     """The log record of a dispatch; a population's also holds each member's (under `members`) and its summary."""
     record = {"step": step, **summarize(metrics, completed)}
     if members:
-        each = enumerate(members_of((metrics, completed), members))
+        each = enumerate(population.members_of((metrics, completed), members))
         record[MEMBERS] = [{"step": step, "member": i, **summarize(*outputs)} for i, outputs in each]
         record.update(population.summary(record[MEMBERS]))
     return record

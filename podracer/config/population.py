@@ -158,6 +158,11 @@ def validate(config: ConfigDict, validate_member: Callable[[ConfigDict], None], 
             ) from None
 
 
+def members_of(tree: Any, members: int) -> list:
+    """`[tree]` for a single run (`members` 0); a population's `tree` (leading member axis) as one tree per member."""
+    return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(members)] if members else [tree]
+
+
 def summary(member_records: list[dict]) -> dict:
     """The population's fields of a log record: its members' best and median mean episode return and their spread.
 

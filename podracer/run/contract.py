@@ -81,23 +81,29 @@ class RunLog:
         callbacks: Sequence[Callback],
         started: float,
         resumed: dict | None = None,
+        compile_seconds: float | None = None,
     ):
         """`started` is the `time.perf_counter()` at which the run began building.
 
         `resumed` is the metadata of the checkpoint a resumed run starts from:
         the history goes on from its step, and the wall time from its wall time.
+        `compile_seconds`, what building the run's programs took, goes in the
+        first record this process reports (a resumed run compiled again).
         """
         self._writer = MetricsWriter(workdir, config, resume_step=resumed["step"] if resumed else None)
         self.history: list[dict] = list(self._writer.kept)
         self._started = started - (resumed["wall_seconds"] if resumed else 0.0)
         self.total_steps = total_steps
         self._callbacks = tuple(callbacks)
+        self._compile_seconds = compile_seconds
 
     def elapsed(self) -> float:
         """Seconds since the run began building (over every resume of it): what records call `wall_seconds`."""
         return time.perf_counter() - self._started
 
     def report(self, record: dict, state: Any) -> None:
+        if self._compile_seconds is not None:
+            record["compile_seconds"], self._compile_seconds = self._compile_seconds, None
         record["wall_seconds"] = self.elapsed()
         self.history.append(record)
         self._writer.write(record)

@@ -20,6 +20,8 @@ battle is won exactly where the team's return exceeds 1). An episode that has no
 """
 
 import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -28,10 +30,11 @@ import numpy as np
 from ml_collections import ConfigDict
 
 from podracer.agents import Agent
-from podracer.config import field_checks
+from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
 from podracer.envs import episodes
 from podracer.envs.timestep import LAST
+from podracer.run.metrics_writer import MEMBERS
 
 FIELDS = ("eval_mean_return", "eval_return_stderr", "eval_mean_length", "eval_episodes", "eval_unfinished")
 
@@ -73,6 +76,30 @@ def check_agent(config: ConfigDict, agent: Agent) -> None:
             "the agent has no greedy_act (its most likely action), so it cannot be evaluated greedily",
             "set --config.evaluation.greedy=False to evaluate its sampled actions, or give the Agent a greedy_act",
         )
+
+
+def evaluate_if_due(
+    evaluate: Callable[[], Any] | None,
+    config: ConfigDict,
+    record: dict,
+    previous_step: int,
+    final: bool,
+    members: int = 0,
+) -> None:
+    """Adds an evaluation's fields and `eval_seconds` to `record` when one is due: a multiple of
+    `evaluation.every_steps` lies between the previous record's step and this one's, or this is the run's last.
+
+    `evaluate()` plays the episodes (`play`'s outputs); a population's, with `members` on their leading axis, go to
+    each member's record.
+    """
+    if evaluate is None or not is_due(record["step"], next_due(previous_step, config.evaluation.every_steps), final):
+        return
+    started = time.perf_counter()
+    outputs = evaluate()
+    member_records = record[MEMBERS] if members else [record]
+    for member_record, member_outputs in zip(member_records, population.members_of(outputs, members), strict=True):
+        member_record.update(record_fields(*member_outputs, config.evaluation.success_return))
+    record["eval_seconds"] = time.perf_counter() - started
 
 
 def next_due(step: int, every_steps: int) -> int:

@@ -96,7 +96,7 @@ def log_until_done(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, rep
     that takes longer than `config.stop_grace_seconds`, the run stops without it.
     """
     frames_per_step = getattr(run.envs[0], "frames_per_step", 1)
-    first_record, previous_step = True, run.first_update * run.steps_per_update
+    previous_step = run.first_update * run.steps_per_update
     with stop_signals(run.control.request_stop):
         while True:
             alive = run.threads[-1].is_alive() and not run.control.stop.is_set()
@@ -105,9 +105,13 @@ def log_until_done(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, rep
                     record, state, save = reports.get_nowait()
                     if record is not None:
                         record = finish_record(record, run.steps_per_update, frames_per_step)
-                        if first_record:  # Of this process: a resumed run compiled again.
-                            record["compile_seconds"], first_record = run.compile_seconds, False
-                        evaluate_if_due(run, record, state, previous_step, record["step"] >= log.total_steps)
+                        evaluation.evaluate_if_due(  # Of the learner state handed over with the record.
+                            run.evaluate and functools.partial(run.evaluate, state.learner),
+                            run.config,
+                            record,
+                            previous_step,
+                            final=record["step"] >= log.total_steps,
+                        )
                         log.report(record, state)
                         previous_step = record["step"]
                     if save:
@@ -121,17 +125,6 @@ def log_until_done(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, rep
                 )
                 run.control.stop.set()
             time.sleep(POLL_SECONDS)
-
-
-def evaluate_if_due(run: SebulbaRun, record: dict, state: Any, previous_step: int, final: bool) -> None:
-    """Adds an evaluation's fields to `record` when one is due (`podracer.run.evaluation`), evaluating the learner
-    state handed over with it."""
-    every = run.config.evaluation.every_steps
-    if run.evaluate is None or not evaluation.is_due(record["step"], evaluation.next_due(previous_step, every), final):
-        return
-    started = time.perf_counter()
-    record.update(evaluation.record_fields(*run.evaluate(state.learner), run.config.evaluation.success_return))
-    record["eval_seconds"] = time.perf_counter() - started
 
 
 def save_checkpoint(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, state: Any) -> None:

@@ -50,7 +50,8 @@ def train(
         run = build(config, env, agent, resumes)
         try:
             resumed = resume(run, checkpointer)
-            log = RunLog(workdir, config, run.num_updates * run.steps_per_update, callbacks, run.started, resumed)
+            total_steps = run.num_updates * run.steps_per_update
+            log = RunLog(workdir, config, total_steps, callbacks, run.started, resumed, run.compile_seconds)
             reports: queue.Queue = queue.Queue()
             final_state = start_threads(run, checkpointer, reports)
             try:
