@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from podracer import agents, anakin, envs, plot, sebulba
     from podracer.agents import Agent, Trajectory
     from podracer.config.errors import ConfigError
-    from podracer.config.loading import load as load_config
-    from podracer.experiment.schema import defaults
+    from podracer.experiment.schema import defaults, load_config
     from podracer.experiment.schema import validate as validate_config
     from podracer.experiment.train import train
     from podracer.run.contract import Callback, LogEvent, TrainResult, recent_return
@@ -37,7 +36,7 @@ _EXPORTS = {
     "Agent": ("podracer.agents", "Agent"),
     "Trajectory": ("podracer.agents", "Trajectory"),
     "defaults": ("podracer.experiment.schema", "defaults"),
-    "load_config": ("podracer.config.loading", "load"),
+    "load_config": ("podracer.experiment.schema", "load_config"),
     "validate_config": ("podracer.experiment.schema", "validate"),
     "ConfigError": ("podracer.config.errors", "ConfigError"),
     "ProgressBar": ("podracer.run.progress", "ProgressBar"),

@@ -62,8 +62,8 @@ def add_overrides(parser: Parser) -> None:
         action="store_true",
         default=argparse.SUPPRESS,  # Never parsed here: `split_overrides` takes every override out first.
         help="set a field of the config, as many as needed: --config.num_envs=64 --config.agent.gamma=0.99 "
-        '(a tuple: --config.network.hidden_sizes="(64, 64)"); an unknown field or a value of the wrong type '
-        "is an error naming the field",
+        '(a tuple: --config.network.hidden_sizes="(64, 64)"); --config.agent.name=ppo switches to that agent, '
+        "at its defaults; an unknown field or a value of the wrong type is an error naming the field",
     )
     parser.set_defaults(takes_overrides=True)
 

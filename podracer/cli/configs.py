@@ -68,11 +68,10 @@ def description(path: str) -> str:
 
 def show_config(args: argparse.Namespace) -> int:
     """Prints the config file `args.config` with `args.overrides`, validated, as JSON."""
-    from podracer.config.loading import load  # Imports JAX: only once the arguments are known to be good.
-    from podracer.experiment import meta_train, schema
+    from podracer.experiment import meta_train, schema  # Imports JAX: only once the arguments are known to be good.
 
     try:
-        config = load(args.config, args.overrides)
+        config = schema.load_config(args.config, args.overrides)
         (meta_train.validate if "meta" in config else schema.validate)(config)
     except (ValueError, OSError) as error:  # ConfigError and ConfigFileError included.
         return report(args.prog, error)

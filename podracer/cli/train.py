@@ -95,12 +95,12 @@ def load_and_run(
         return None, report(args.prog, error)
 
     from podracer.config.errors import ConfigError  # Imported here, so a malformed command line is reported fast.
-    from podracer.config.loading import load
+    from podracer.experiment.schema import load_config
     from podracer.run.progress import ProgressBar
     from podracer.run.stopping import StoppedBySignal
 
     try:
-        config = load(args.config, args.overrides)
+        config = load_config(args.config, args.overrides)
     except (ValueError, OSError) as error:  # ConfigError and ConfigFileError included.
         return None, report(args.prog, error)
     failing = failures()

@@ -16,7 +16,7 @@ import difflib
 import os
 import runpy
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ml_collections import ConfigDict
@@ -36,7 +36,9 @@ def register_agent_only_group(field: str, which: str, fix: str) -> None:
     _AGENT_ONLY_GROUPS[field] = (which, fix)
 
 
-def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
+def load(
+    path: str, overrides: Mapping[str, Any] = None, agent_group: Callable[[str], ConfigDict] | None = None
+) -> ConfigDict:
     """The config `path`'s `get_config()` returns, with `overrides` applied, then locked against new fields.
 
     `overrides` maps dotted fields to values, e.g. `{"agent.gamma": 0.9}`. A
@@ -44,6 +46,13 @@ def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
     `"True"`), which is read as the field's type. An unknown field or a value
     of the wrong type raises `ConfigError`; a missing file `FileNotFoundError`;
     a file that does not parse, or raises when run, `ConfigFileError`.
+
+    With `agent_group` (an agent's name -> its `agent` group at its defaults),
+    an `agent.name` among the overrides that names another agent than the
+    file's switches the config to it: its defaults replace the file's `agent`
+    group before the other overrides apply, so that those override them and a
+    field the new agent does not read is refused, named. `podracer.load_config`
+    passes the registered agents'.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no config file {path!r}; pass a file from configs/, e.g. configs/anakin_catch.py")
@@ -55,7 +64,10 @@ def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
         config = get_config()
     if not isinstance(config, ConfigDict):
         raise ValueError(f"{path}'s get_config() returned {type(config).__name__}, not the ConfigDict of defaults()")
-    for field, value in (overrides or {}).items():
+    overrides = dict(overrides or {})
+    if agent_group is not None and "agent.name" in overrides:
+        _switch_agent(config, overrides.pop("agent.name"), agent_group)
+    for field, value in overrides.items():
         override(config, field, value, source=path)
     config.lock()
     for field in OPEN_FIELDS:
@@ -66,6 +78,12 @@ def load(path: str, overrides: Mapping[str, Any] = None) -> ConfigDict:
             )
         group.unlock()
     return config
+
+
+def _switch_agent(config: ConfigDict, name: Any, agent_group: Callable[[str], ConfigDict]) -> None:
+    """Replaces the file's `agent` group with agent `name`'s defaults; where the file names that agent, its own stays."""
+    if name != field_checks.get(config, "agent.name"):
+        config.agent = agent_group(name)
 
 
 @contextlib.contextmanager

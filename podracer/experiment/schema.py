@@ -10,6 +10,9 @@ its run, still before anything is compiled. Every failure is a `ConfigError`
 naming the field and the fix.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 from ml_collections import ConfigDict
 
 from podracer import agents
@@ -17,7 +20,7 @@ from podracer.agents.cores import CORES
 from podracer.agents.optimizer import OPTIMIZERS
 from podracer.agents.torsos import TORSOS, VECTOR_TORSOS
 from podracer.anakin import settings as anakin_settings
-from podracer.config import field_checks, population
+from podracer.config import field_checks, loading, population
 from podracer.config.errors import ConfigError
 from podracer.config.loading import OPEN_FIELDS, unknown_field
 from podracer.run import evaluation, wandb_logger
@@ -77,10 +80,23 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.optimizer = ConfigDict(
         {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
     )
-    config.agent = ConfigDict({"name": agent, **agents.lookup(agent).defaults()})
+    config.agent = agent_group(agent)
     # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.config.population).
     config.population = ConfigDict()
     return config
+
+
+def agent_group(name: str) -> ConfigDict:
+    """The `agent` group of a config for the registered agent `name`: its name and its own fields at their defaults."""
+    if name not in agents.names():
+        raise ConfigError("agent.name", f"unknown value {name!r}", f"choose one of {sorted(agents.names())}")
+    return ConfigDict({"name": name, **agents.lookup(name).defaults()})
+
+
+def load_config(path: str, overrides: Mapping[str, Any] | None = None) -> ConfigDict:
+    """The config file `path` with `overrides` (`podracer.config.loading.load`), where `agent.name` among them
+    switches the config to that registered agent, at its defaults: `--config.agent.name=ppo` on the command line."""
+    return loading.load(path, overrides, agent_group=agent_group)
 
 
 def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_config: bool = True) -> None:
@@ -141,8 +157,8 @@ def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
         raise ConfigError(
             "agent.name",
             f"agent {agent!r} reads {agents_own}, which this config lacks",
-            f"start from a config made for {agent} (podracer.defaults({agent!r}, {architecture!r})), "
-            f"or in Python set config.agent = podracer.defaults({agent!r}).agent",
+            f"switch agents where the config is loaded (--config.agent.name={agent}, or "
+            f"podracer.load_config(FILE, {{'agent.name': {agent!r}}})), which brings {agent}'s defaults",
         )
     for field in missing:
         field_checks.get(config, field)  # Raises, naming the field, or the group that is not one.

@@ -146,6 +146,10 @@ def test_config_show_prints_the_resolved_config_and_validates_it(capsys):
     assert capsys.readouterr().err.startswith("podracer config show: error: config.agent.gamma: must be a number")
     assert cli.run(["config", "show", CATCH, "--config.num_envz=3"]) == 2
     assert "did you mean config.num_envs" in capsys.readouterr().err
+    # Another agent by name: its defaults, and the fields given beside it.
+    assert cli.run(["config", "show", CATCH, "--config.agent.name=ppo", "--config.agent.num_epochs=2"]) == 0
+    shown = json.loads(capsys.readouterr().out)["agent"]
+    assert shown == {**podracer.defaults("ppo").agent.to_dict(), "num_epochs": 2}
 
 
 def bad_workdirs(tmp_path) -> list[str]:

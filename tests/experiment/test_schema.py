@@ -79,3 +79,23 @@ def test_an_agent_passed_in_is_not_checked_against_config_agent():
     with pytest.raises(podracer.ConfigError, match="config.agent.name"):
         schema.validate(config)
     schema.validate(config, agent_from_config=False)
+
+
+def test_agent_name_among_the_overrides_brings_that_agents_defaults_and_the_others_override_them():
+    """In any order beside it; the file's Catch, network and optimiser stay, and the result validates as PPO's."""
+    for overrides in ({"agent.name": "ppo", "agent.num_epochs": 2}, {"agent.num_epochs": 2, "agent.name": "ppo"}):
+        config = podracer.load_config(CATCH, overrides)
+        expected = podracer.defaults("ppo").agent
+        assert config.agent.to_dict() == {**expected.to_dict(), "num_epochs": 2}
+        assert config.env.name == "catch" and config.optimizer.learning_rate == 3e-3  # The file's own.
+        schema.validate(config)
+    with pytest.raises(podracer.ConfigError, match=r"config\.agent\.epsilon_end: .* no such field"):
+        podracer.load_config(CATCH, {"agent.name": "ppo", "agent.epsilon_end": 0.1})  # DQN's, not PPO's.
+    with pytest.raises(podracer.ConfigError, match=r"config\.agent\.name: unknown value 'sarsa'; choose one of .*ppo"):
+        podracer.load_config(CATCH, {"agent.name": "sarsa"})
+
+
+def test_the_files_own_agent_named_again_keeps_the_files_values():
+    dqn = f"{ROOT}/configs/anakin_cartpole_dqn.py"
+    assert podracer.load_config(dqn, {"agent.name": "dqn"}).agent == loading.load(dqn).agent
+    assert podracer.load_config(dqn).agent != podracer.defaults("dqn").agent  # So the check above can fail.
