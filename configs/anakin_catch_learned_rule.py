@@ -10,10 +10,9 @@ the rule") makes the run go, not learn. Otherwise as configs/anakin_catch.py.
 
 import os
 
-from podracer import defaults, load_config
+from podracer import load_config
 
 
 def get_config():
-    config = load_config(os.path.join(os.path.dirname(__file__), "anakin_catch.py"))
-    config.agent = defaults("learned_rule").agent  # The run's settings are that config's; the agent is LPG's.
-    return config
+    # The run's settings are that config's; the agent is LPG's, at its defaults.
+    return load_config(os.path.join(os.path.dirname(__file__), "anakin_catch.py"), {"agent.name": "learned_rule"})

@@ -13,12 +13,11 @@ unroll length 20, separate 64-64 tanh policy and prediction torsos, Adam 5e-4.
 
 import os
 
-from podracer import defaults, load_config
+from podracer import load_config
 
 
 def get_config():
-    config = load_config(os.path.join(os.path.dirname(__file__), "sebulba_cartpole_impala.py"))
-    config.agent = defaults(
-        "learned_rule", architecture="sebulba"
-    ).agent  # The run's settings are that config's; the agent is LPG's.
-    return config
+    # The run's settings are that config's; the agent is LPG's, at its defaults.
+    return load_config(
+        os.path.join(os.path.dirname(__file__), "sebulba_cartpole_impala.py"), {"agent.name": "learned_rule"}
+    )
