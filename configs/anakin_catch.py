@@ -5,7 +5,8 @@
 machine one thread per device keeps each core busy: 256 environments per
 device train faster per step than 64, whose matrix products are too small,
 and two devices about 1.5x as fast as one (docs/benchmarks.md). It solves
-Catch in about 650K steps. Three updates per dispatch log every 24,576 steps.
+Catch in about 650K steps. Its 123 updates run two to a dispatch (with
+`updates_per_dispatch` 0, podracer's choice), a record every 16,384 steps.
 """
 
 from podracer import defaults
