@@ -157,7 +157,8 @@ def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:
         raise ConfigError(
             "agent.name",
             f"agent {agent!r} reads {agents_own}, which this config lacks",
-            f"switch agents where the config is loaded (--config.agent.name={agent}, or "
+            f"start from a config made for {agent} (podracer.defaults({agent!r}, {architecture!r})), or switch "
+            f"agents where the config is loaded (--config.agent.name={agent}, or "
             f"podracer.load_config(FILE, {{'agent.name': {agent!r}}})), which brings {agent}'s defaults",
         )
     for field in missing:

@@ -317,8 +317,9 @@ def unknown_name_cases() -> list[Case]:
             cases.append(Case("unknown name", base, (override(typo, 1),), typo))
         for typo in rotate(NESTED_TYPOS, 2 * b, 2):
             cases.append(Case("unknown name", base, (override(typo, 1),), typo))
-        others = sorted(set(LAMBDA) - {agent(base)})  # A registered agent whose fields this config lacks.
-        cases.append(Case("unknown name", base, (override("agent.name", others[b % 2]),), "agent.name"))
+        # Another agent by name brings its own fields: one of this config's agent it does not read is refused.
+        others, own = sorted(set(LAMBDA) - {agent(base)}), f"agent.{LAMBDA[agent(base)]}"
+        cases.append(Case("unknown name", base, (override("agent.name", others[b % 2]), override(own, 0.9)), own))
         other = "sebulba" if architecture(base) == "anakin" else "anakin"
         cases.append(Case("unknown name", base, (override("architecture", other),), "architecture"))
     turn = 0
