@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
-from podracer.runtime.xla_cpu import child_environment  # noqa: E402
+from podracer.runtime.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_mpe_spread_ippo.py")
 SCRIPT = os.path.join("baselines", "IPPO", "ippo_ff_mpe.py")
@@ -156,11 +156,11 @@ def main(argv=None) -> int:
     if args.side is not None:
         print("RESULT " + json.dumps({"side": args.side, **one_run(args)}))
         return 0
-    threads = str(args.cpu_threads) if args.cpu_threads else ""  # PJRT_NPROC unset: one thread per core.
     env = child_environment(threads=args.cpu_threads)
+    threads = env.get(THREADS_ENV, "one per core")  # Unset: PJRT's default.
     print(
         f"MPE simple_spread_v3 IPPO: {args.num_envs} environments, {steps:,} steps per run, "
-        f"XLA:CPU threads={threads or 'one per core'}, fresh processes; returns are the agents' mean",
+        f"XLA:CPU threads={threads}, fresh processes; returns are the agents' mean",
         flush=True,
     )
     results = fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env)

@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
-from podracer.runtime.xla_cpu import child_environment  # noqa: E402
+from podracer.runtime.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_minatar_breakout_pqn.py")
 # purejaxql's config/alg/pqn_minatar.yaml, with pqn_gymnax.py's network at its defaults and no in-training tests.
@@ -174,13 +174,13 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps({"side": args.side, "steps_per_second": rate, "final_return": final_return}))
         return 0
     _, _, steps = plan(args.total_steps, args.updates_per_dispatch)
-    threads = "" if args.whole_machine or not args.cpu_threads else str(args.cpu_threads)  # "": one per core.
     env = child_environment(threads=0 if args.whole_machine else args.cpu_threads)
+    threads = env.get(THREADS_ENV, "one per core")  # Unset: PJRT's default.
     devices = podracer_devices(args)
     setting = (
         f"purejaxql one XLA:CPU thread per core, podracer {devices} XLA:CPU devices of one thread"
         if args.whole_machine
-        else f"XLA:CPU threads={threads or 'one per core'}, podracer on one device"
+        else f"XLA:CPU threads={threads}, podracer on one device"
     )
     print(f"Breakout-MinAtar: {steps:,} steps per run, {setting}, fresh processes")
     results = {

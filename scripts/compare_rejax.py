@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
-from podracer.runtime.xla_cpu import child_environment  # noqa: E402
+from podracer.runtime.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_pendulum_sac.py")
 # rejax's configs/gymnax/pendulum.yaml, `sac` (v0.1.3), observation normalisation off (see above).
@@ -202,10 +202,10 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps({"side": args.side, **one_run(args)}))
         return 0
     _, _, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices, args.num_envs)
-    threads = str(args.cpu_threads) if args.cpu_threads else ""  # PJRT_NPROC unset: one thread per core.
     env = child_environment(threads=args.cpu_threads, devices=0)  # podracer's `cpu_devices` decides; rejax: the first.
+    threads = env.get(THREADS_ENV, "one per core")  # Unset: PJRT's default.
     print(
-        f"Pendulum-v1 SAC: {steps:,} steps per run, XLA:CPU threads={threads or 'one per core'}, "
+        f"Pendulum-v1 SAC: {steps:,} steps per run, XLA:CPU threads={threads}, "
         f"{args.num_envs} environment(s), podracer on {args.cpu_devices} XLA:CPU device(s), fresh processes",
         flush=True,
     )

@@ -74,7 +74,7 @@ def lags(name: str) -> list[int | None]:
 
 
 def launch(name: str, lag: int | None, seed: int, overrides: list[str]) -> float:
-    env = child_environment(devices=2) if lag is not None else dict(os.environ)  # One actor and one learner device.
+    env = child_environment(devices=None if lag is None else 2)  # Sebulba: one actor and one learner device.
     command = [sys.executable, os.path.abspath(__file__), "--run", name, str(seed), str(lag)]
     command += [f"--set={override}" for override in overrides]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

@@ -73,7 +73,11 @@ def is_number(
 
 
 def choice(config: ConfigDict, field: str, choices: Collection) -> None:
-    value = get(config, field)
+    one_of(field, get(config, field), choices)
+
+
+def one_of(field: str, value: Any, choices: Collection) -> None:
+    """`ConfigError` naming `field` and the choices unless `value` is one of them."""
     try:
         known = value in choices and not isinstance(value, bool)  # A bool is no numbered choice (True == 1).
     except TypeError:  # Unhashable, such as a list: no choice either.

@@ -88,8 +88,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
 
 def agent_group(name: str) -> ConfigDict:
     """The `agent` group of a config for the registered agent `name`: its name and its own fields at their defaults."""
-    if name not in agents.names():
-        raise ConfigError("agent.name", f"unknown value {name!r}", f"choose one of {sorted(agents.names())}")
+    field_checks.one_of("agent.name", name, agents.names())
     return ConfigDict({"name": name, **agents.lookup(name).defaults()})
 
 
