@@ -3,7 +3,7 @@
 64 environments x 32 steps per update, rewards scaled (their running
 statistics use the configured gamma, 0.99); gamma and lambda start at 0.99 and
 0.9 and follow the meta-gradient of the validation objective (gamma' =
-0.99, lambda' = 1) on each next trajectory (`podracer.agents.meta_gradient_rl`).
+0.99, lambda' = 1) on each next trajectory (`podracer.agents.meta.meta_gradient_rl`).
 The run records them as `gamma` and `td_lambda`. With
 `--config.agent.meta_gradient.learning_rate=0` it is the plain agent, bitwise.
 """

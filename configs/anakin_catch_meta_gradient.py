@@ -1,7 +1,7 @@
 """Anakin actor-critic on Catch learning its discount and its lambda online by meta-gradients (Xu et al. 2018).
 
 `configs/anakin_catch.py`, with gamma and lambda as meta-parameters
-(`podracer.agents.meta_gradient_rl`): each update first moves them by the
+(`podracer.agents.meta.meta_gradient_rl`): each update first moves them by the
 meta-gradient of the validation objective (gamma' = 0.99, lambda' = 1) on
 the new trajectory, then takes the usual step. Both start at the
 actor-critic's defaults (0.99 and 0.9); the run records them as `gamma` and

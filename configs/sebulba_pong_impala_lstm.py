@@ -4,7 +4,7 @@ Espeholt et al. (2018), Figure 3 (right, "deep"): the 15-layer residual torso
 (channels 16-32-32, two residual blocks per stage, a 256-unit dense layer),
 an LSTM core of 256 units, then the policy and baseline heads. Everything
 else is `sebulba_pong_impala.py`'s set-up (the paper's Atari hyperparameters).
-The agent is recurrent (`podracer.agents.cores`): each actor thread keeps its
+The agent is recurrent (`podracer.agents.models.cores`): each actor thread keeps its
 environments' LSTM states on its actor device from one rollout to the next,
 sends each rollout's initial states with the trajectory, and the learner
 replays the 20 steps from them. The frames are stacked (4) as in the

@@ -339,8 +339,8 @@ def play_without_podracer(folder: str, as_user: bool = False) -> dict:
 
 
 def save_random_rule(path: str, prediction_size: int = 30) -> str:
-    """Saves a small random LPG rule (`podracer.agents.rule_checkpoint`) into the folder `path`, and returns `path`."""
-    from podracer.agents import lpg_rule, rule_checkpoint
+    """Saves a small random LPG rule (`agents.meta.rule_checkpoint`) into the folder `path`, and returns `path`."""
+    from podracer.agents.meta import lpg_rule, rule_checkpoint
 
     settings = lpg_rule.RuleSettings(hidden_size=8, prediction_size=prediction_size, embedding_size=4)
     rule_checkpoint.save_rule(path, lpg_rule.init_rule(jax.random.key(0), settings), settings)

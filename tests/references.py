@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from podracer.agents import ppo
+from podracer.agents.algorithms import ppo
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from podracer.runtime.topology import REPLICATED, SHARDED, device_mesh

@@ -199,7 +199,7 @@ BAD_INPUTS = [
     # Several agents in one environment (podracer.envs.multi_agent): no agent of podracer acts for them yet.
     (CATCH, ["--config.env.name=jaxmarl:MPE_simple_spread_v3"], 1, ["config.agent.name", "has 3"]),
     (CATCH, ["--config.env.name=jaxmarl:MPE_simple_sprad_v3"], 1, ["config.env.name", "MPE_simple_spread_v3"]),
-    # Several agents (podracer.agents.ippo): an agent of several on one, a centralised critic without a global state
+    # Several agents (several_agents.ippo): an agent of several on one, a centralised critic without a global state
     # or on the policy's torso.
     (COORDINATION, ["--config.env.name=catch"], 1, ["config.env.name", "'ippo'", "has one"]),
     (
@@ -246,7 +246,7 @@ BAD_INPUTS = [
         1,
         ["config.population.optimizer.learning_rate", "member 1", "> 0"],
     ),
-    # Recurrent cores (podracer.agents.cores).
+    # Recurrent cores (podracer.agents.models.cores).
     (CATCH, ["--config.network.core=rnn"], 1, ["config.network.core", "'rnn'", "'lstm'"]),
     (CATCH, ["--config.network.core=lstm", "--config.network.core_size=0"], 1, ["config.network.core_size", ">= 1"]),
     (
@@ -268,12 +268,12 @@ BAD_INPUTS = [
     (SAC, ["--config.env.name=catch"], 1, ["config.env.name", "BoundedArray", "dqn"]),
     (TD3, ["--config.env.name=cartpole"], 1, ["config.env.name", "BoundedArray", "dqn"]),
     (DQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "ppo"]),
-    # PQN (podracer.agents.pqn): a lambda outside [0, 1], a continuous task, minibatches that do not divide.
+    # PQN (podracer.agents.algorithms.pqn): a lambda outside [0, 1], a continuous task, minibatches that do not divide.
     (PQN, ["--config.agent.td_lambda=1.5"], 1, ["config.agent.td_lambda", "<= 1"]),
     (PQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "actor-critic agent"]),
     (PQN, ["--config.agent.num_minibatches=3"], 1, ["config.agent.num_minibatches", "2048 transitions", "divisor"]),
     (PPO, ["--config.agent.num_minibatches=3"], 1, ["config.agent.num_minibatches", "equal minibatches", "divisor"]),
-    # Meta-gradient RL (podracer.agents.meta_gradient_rl): an agent without it, an unknown name, a negative rate.
+    # Meta-gradient RL (podracer.agents.meta.meta_gradient_rl): an agent without it, an unknown name, a negative rate.
     (
         "configs/anakin_cartpole_ppo.py",
         ["--config.agent.meta_gradient.learn=('gamma',)"],
@@ -290,7 +290,7 @@ BAD_INPUTS = [
     # Self-play (AlphaZero) on a single-player game, or off Pgx.
     (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
     (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),
-    # A learned rule (podracer.agents.learned_rule): none given, none there, or one of another prediction size.
+    # A learned rule (podracer.agents.meta.learned_rule): none given, none there, or one of another prediction size.
     (LEARNED_RULE, [], 1, ["config.agent.rule_checkpoint", "must name a saved rule", "save_rule"]),
     (LEARNED_RULE, ["--config.agent.rule_checkpoint=/no/rule"], 1, ["config.agent.rule_checkpoint", "no saved rule"]),
     (

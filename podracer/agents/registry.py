@@ -26,7 +26,7 @@ class AgentEntry:
     defaults: Callable[[], ConfigDict]  # The fields of config.agent (without `name`), at sensible values.
     build: Callable[[ConfigDict, int], Agent]  # (whole config, number of `learn` calls in the run) -> Agent.
     validate: Callable[[ConfigDict], None] | None = None  # Raises ConfigError for impossible config.agent values.
-    several_agents: bool = False  # Trains the agents of a multi-agent environment (podracer.agents.per_agent).
+    several_agents: bool = False  # Trains the agents of a multi-agent environment (several_agents.per_agent).
     check_environment: Callable[[ConfigDict, Any], None] | None = None  # ConfigError where the environment won't do.
 
 

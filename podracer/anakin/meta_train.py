@@ -46,8 +46,9 @@ import optax
 from flax import struct
 from jax.sharding import Mesh, NamedSharding
 
-from podracer.agents import lpg_rule, meta_gradient, networks
 from podracer.agents.agent import Agent
+from podracer.agents.meta import lpg_rule, meta_gradient
+from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory
 from podracer.anakin.program import (
     AnakinState,

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer.agents import rule_checkpoint
+from podracer.agents.meta import rule_checkpoint
 from podracer.anakin import meta_train as program
 from podracer.envs.episodes import Completed
 from podracer.experiment import meta_train as meta_config

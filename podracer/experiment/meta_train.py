@@ -19,12 +19,13 @@ import jax.numpy as jnp
 from ml_collections import ConfigDict
 
 from podracer import envs
-from podracer.agents import lpg_rule, networks
 from podracer.agents.agent import Agent
-from podracer.agents.meta_gradient_rl import EPS_ROOT
-from podracer.agents.network_agent import network_agent
-from podracer.agents.optimizer import OPTIMIZERS, make_optimizer, sgd_step
-from podracer.agents.returns import lambda_returns
+from podracer.agents.algorithms.network_agent import network_agent
+from podracer.agents.learning.optimizer import OPTIMIZERS, make_optimizer, sgd_step
+from podracer.agents.learning.returns import lambda_returns
+from podracer.agents.meta import lpg_rule
+from podracer.agents.meta.meta_gradient_rl import EPS_ROOT
+from podracer.agents.models import networks
 from podracer.agents.trajectory import transitions
 from podracer.anakin import meta_train as program
 from podracer.config import field_checks

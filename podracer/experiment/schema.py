@@ -16,9 +16,9 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer import agents
-from podracer.agents.cores import CORES
-from podracer.agents.optimizer import OPTIMIZERS
-from podracer.agents.torsos import TORSOS, VECTOR_TORSOS
+from podracer.agents.learning.optimizer import OPTIMIZERS
+from podracer.agents.models.cores import CORES
+from podracer.agents.models.torsos import TORSOS, VECTOR_TORSOS
 from podracer.anakin import settings as anakin_settings
 from podracer.config import field_checks, loading, population
 from podracer.config.errors import ConfigError
@@ -71,7 +71,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
             "channels": (16, 32, 32),
             "num_blocks": 2,
             "hidden_size": 256,
-            "core": "none",  # A recurrent core between torso and heads (podracer.agents.cores): none, lstm or gru.
+            "core": "none",  # A recurrent core between torso and heads (agents.models.cores): none, lstm or gru.
             "core_size": 256,  # The core's units.
             "head_hidden_sizes": (),  # Hidden layers of each head of its own, after the torso (and core).
             "layer_norm": False,  # LayerNorm before each hidden activation of the mlp and multi_input torsos (PQN).

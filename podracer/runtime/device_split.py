@@ -9,7 +9,7 @@ device receives an equal shard of every actor thread's batch
 a `ConfigError` naming the field and the fix, before anything is compiled.
 
 The same split sizes a device-resident replay buffer: an agent that keeps one
-(`podracer.agents.replay`) gives it a row per environment whose steps reach
+(`podracer.agents.learning.replay`) gives it a row per environment whose steps reach
 its device (`environments_per_learner_device`), which Sebulba's learner may
 split over several sequential `learn` calls per update (`learner_minibatches`).
 """

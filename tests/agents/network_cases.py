@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 from dm_env import specs
 
-from podracer.agents.networks import ActorCritic, make_network
-from podracer.agents.torsos import ImpalaResNet, NatureCNN
+from podracer.agents.models.networks import ActorCritic, make_network
+from podracer.agents.models.torsos import ImpalaResNet, NatureCNN
 from podracer.experiment.schema import defaults
 
 NUM_ACTIONS = 6

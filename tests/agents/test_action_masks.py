@@ -8,7 +8,8 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.agents import dqn, normalization, policy
+from podracer.agents.algorithms import dqn
+from podracer.agents.models import normalization, policy
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK
 

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from podracer.agents import actor_critic
+from podracer.agents.algorithms import actor_critic
 from tests.references import A, close, close_loss, make_params, make_trajectory, np_actor_critic, unroll_fn
 
 AC_KWARGS = dict(gamma=0.9, td_lambda=0.8, value_cost=0.7, entropy_cost=0.05)

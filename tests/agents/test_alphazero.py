@@ -13,7 +13,9 @@ import pytest
 
 import podracer
 from podracer import agents, cli, envs
-from podracer.agents import alphazero, networks, replay
+from podracer.agents.algorithms import alphazero
+from podracer.agents.learning import replay
+from podracer.agents.models import networks
 from podracer.envs import FIRST, LAST, MID, AutoReset
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
 from podracer.envs.timestep import TimeStep

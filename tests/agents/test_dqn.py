@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import dqn
+from podracer.agents.algorithms import dqn
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import LAST
 from tests import references as ref

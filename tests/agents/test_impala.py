@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import podracer
-from podracer.agents import actor_critic, impala
+from podracer.agents.algorithms import actor_critic, impala
 from tests.helpers import load_config
 from tests.references import (
     A,

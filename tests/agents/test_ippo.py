@@ -1,6 +1,6 @@
-"""IPPO and MAPPO (`podracer.agents.ippo`, `per_agent`): how parameters are shared or kept apart, against hand-computed
-updates and single-agent PPO; what the critics read; action masks; the checks of agent against environment; and
-two agents learning a cooperative game (`tests/programs/coordination_game.py`)."""
+"""IPPO and MAPPO (`podracer.agents.several_agents.ippo`, `per_agent`): how parameters are shared or kept apart,
+against hand-computed updates and single-agent PPO; what the critics read; action masks; the checks of agent against
+environment; and two agents learning a cooperative game (`tests/programs/coordination_game.py`)."""
 
 import jax
 import jax.numpy as jnp
@@ -10,10 +10,11 @@ from dm_env import specs
 
 import podracer
 from podracer import agents, envs
-from podracer.agents import per_agent, ppo, teams
 from podracer.agents.agent import Agent
-from podracer.agents.networks import ActorCritic
-from podracer.agents.torsos import flatten_observation
+from podracer.agents.algorithms import ppo
+from podracer.agents.models.networks import ActorCritic
+from podracer.agents.models.torsos import flatten_observation
+from podracer.agents.several_agents import per_agent, teams
 from podracer.agents.trajectory import Trajectory
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE

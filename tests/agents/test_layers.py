@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents.layers import TRANSPOSED_GRADIENT_ROWS, dense_product
+from podracer.agents.models.layers import TRANSPOSED_GRADIENT_ROWS, dense_product
 
 
 def _product_loss(product, inputs, kernel, weights):

@@ -1,4 +1,4 @@
-"""LPG (podracer.agents.lpg_rule): the meta-network's targets and the agent's update against a NumPy reference, the
+"""LPG (podracer.agents.meta.lpg_rule): the meta-network's targets and the agent's update against a NumPy reference, the
 meta-gradient through one update against finite differences, and a saved rule training agents in another process.
 
 The agent here is tabular: its "network" returns the policy logits and the
@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import lpg_rule, rule_checkpoint
+from podracer.agents.meta import lpg_rule, rule_checkpoint
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from tests.helpers import last_json_line, run_module

@@ -11,10 +11,11 @@ from ml_collections import ConfigDict
 
 import podracer
 from podracer import agents, envs
-from podracer.agents import meta_gradient, policy
-from podracer.agents.losses import policy_gradient_loss
-from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step
-from podracer.agents.returns import lambda_returns
+from podracer.agents.learning.losses import policy_gradient_loss
+from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.learning.returns import lambda_returns
+from podracer.agents.meta import meta_gradient
+from podracer.agents.models import policy
 from podracer.agents.trajectory import transitions
 from podracer.envs.timestep import FIRST
 from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh, per_device_program

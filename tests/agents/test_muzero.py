@@ -10,8 +10,10 @@ import pytest
 from dm_env import specs
 from ml_collections import ConfigDict
 
-from podracer.agents import muzero, muzero_model, replay, search, support
-from podracer.agents.networks import NetworkParams
+from podracer.agents.algorithms import muzero, search
+from podracer.agents.learning import replay
+from podracer.agents.models import muzero_model, support
+from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from tests.agents.test_support import np_two_hot

@@ -7,8 +7,8 @@ import pytest
 from dm_env import specs
 
 from podracer import agents
-from podracer.agents.networks import ActorCritic, NetworkParams, init_params, make_network
-from podracer.agents.torsos import TORSOS
+from podracer.agents.models.networks import ActorCritic, NetworkParams, init_params, make_network
+from podracer.agents.models.torsos import TORSOS
 from podracer.config.errors import ConfigError
 from podracer.experiment.schema import defaults, validate
 from tests.agents.network_cases import (

@@ -9,9 +9,9 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.agents import normalization
-from podracer.agents.network_agent import normalize
-from podracer.agents.networks import NetworkParams
+from podracer.agents.algorithms.network_agent import normalize
+from podracer.agents.models import normalization
+from podracer.agents.models.networks import NetworkParams
 from podracer.runtime.topology import DEVICE_AXIS, SHARDED, device_mesh
 from tests.references import make_trajectory
 

@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import actor_critic, optimizer, ppo
+from podracer.agents.algorithms import actor_critic, ppo
+from podracer.agents.learning import optimizer
 from tests.references import B, close, make_params, make_trajectory, unroll_fn
 
 

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import policy
+from podracer.agents.models import policy
 from tests.references import np_log_softmax
 
 RNG = np.random.default_rng(0)

@@ -8,8 +8,8 @@ import numpy as np
 import optax
 import pytest
 
-from podracer.agents import ppo
-from podracer.agents.optimizer import LearnerState
+from podracer.agents.algorithms import ppo
+from podracer.agents.learning.optimizer import LearnerState
 from podracer.runtime.topology import DEVICE_AXIS
 from tests.references import (
     OBS,

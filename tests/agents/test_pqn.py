@@ -9,7 +9,7 @@ from flax import struct
 
 import podracer
 from podracer import agents
-from podracer.agents import pqn
+from podracer.agents.algorithms import pqn
 from podracer.config.errors import ConfigError
 from tests import references as ref
 from tests.helpers import load_config

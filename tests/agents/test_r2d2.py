@@ -18,7 +18,9 @@ import pytest
 from dm_env import specs
 
 import podracer
-from podracer.agents import dqn, networks, recurrent_replay, replay
+from podracer.agents.algorithms import dqn
+from podracer.agents.learning import recurrent_replay, replay
+from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from podracer.experiment import schema

@@ -7,7 +7,7 @@ import pytest
 
 import podracer
 from podracer import agents, envs
-from podracer.agents import cores, networks, policy
+from podracer.agents.models import cores, networks, policy
 from podracer.envs.timestep import FIRST, MID, TimeStep
 from tests.helpers import load_config
 

@@ -9,7 +9,7 @@ import pytest
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import replay
+from podracer.agents.learning import replay
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import MID, TimeStep
 

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import returns
+from podracer.agents.learning import returns
 from tests.references import (
     make_params,
     make_trajectory,

@@ -9,7 +9,8 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.agents import continuous_networks, off_policy, sac
+from podracer.agents.algorithms import off_policy, sac
+from podracer.agents.models import continuous_networks
 from podracer.config.errors import ConfigError
 from tests import references as ref
 

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import support
+from podracer.agents.models import support
 
 VALUES = np.array([-1e4, -537.3, -10.0, -1.0, -0.25, 0.0, 0.3, 1.0, 2.5, 99.0, 500.0, 1e4], np.float32)
 

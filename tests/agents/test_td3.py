@@ -9,7 +9,7 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.agents import off_policy, td3
+from podracer.agents.algorithms import off_policy, td3
 from podracer.agents.trajectory import Trajectory
 from podracer.config.errors import ConfigError
 from podracer.envs.timestep import MID, TimeStep

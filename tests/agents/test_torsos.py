@@ -7,8 +7,8 @@ import pytest
 from dm_env import specs
 
 import podracer
-from podracer.agents.networks import ActorCritic, NetworkParams
-from podracer.agents.torsos import GridCNN, MultiInput, check_reads_observations, preprocess_pixels
+from podracer.agents.models.networks import ActorCritic, NetworkParams
+from podracer.agents.models.torsos import GridCNN, MultiInput, check_reads_observations, preprocess_pixels
 from podracer.config.errors import ConfigError
 from tests.agents.network_cases import (
     ATARI_SHAPE,

@@ -17,7 +17,7 @@ import sys
 import jax
 import numpy as np
 
-from podracer.agents.rule_checkpoint import load_rule
+from podracer.agents.meta.rule_checkpoint import load_rule
 from podracer.config.loading import load
 from podracer.experiment.meta_run import meta_train
 from tests.helpers import ROOT, overrides_from_json, pause_at_records

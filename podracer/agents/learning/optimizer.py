@@ -62,7 +62,7 @@ def make_optimizer(
     `gradient_steps`. The parameters are flattened into one vector for the
     update (`optax.flatten`), which cuts the number of small kernels per step.
     `eps_root > 0` makes Adam's update differentiable where a gradient is 0,
-    for meta-gradients through it (`podracer.agents.meta_gradient`).
+    for meta-gradients through it (`podracer.agents.meta.meta_gradient`).
     """
     rate = optimizer_config.learning_rate
     schedule = optax.linear_schedule(rate, 0.0, gradient_steps) if optimizer_config.anneal_lr else rate

@@ -12,8 +12,15 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from podracer.agents.cores import Core, initial_state
-from podracer.agents.torsos import MLP, VECTOR_TORSOS, MultiInput, flatten_observation, pixel_torso, preprocess_pixels
+from podracer.agents.models.cores import Core, initial_state
+from podracer.agents.models.torsos import (
+    MLP,
+    VECTOR_TORSOS,
+    MultiInput,
+    flatten_observation,
+    pixel_torso,
+    preprocess_pixels,
+)
 from podracer.agents.trajectory import merge_leading_dims
 from podracer.envs.actions import centralised_input, network_input
 

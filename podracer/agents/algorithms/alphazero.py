@@ -47,11 +47,14 @@ from flax import struct
 from ml_collections import ConfigDict
 
 from podracer import envs
-from podracer.agents import networks, registry, replay, search
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.muzero import cross_entropy
-from podracer.agents.optimizer import make_optimizer, sgd_step
-from podracer.agents.returns import lambda_returns
+from podracer.agents.algorithms import search
+from podracer.agents.algorithms.muzero import cross_entropy
+from podracer.agents.learning import replay
+from podracer.agents.learning.optimizer import make_optimizer, sgd_step
+from podracer.agents.learning.returns import lambda_returns
+from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

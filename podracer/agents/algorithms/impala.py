@@ -22,11 +22,13 @@ import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
-from podracer.agents import meta_gradient_rl, networks, policy, registry
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.losses import policy_gradient_loss
-from podracer.agents.network_agent import one_step_agent, shared_defaults, validate_shared
-from podracer.agents.returns import vtrace
+from podracer.agents.algorithms.network_agent import one_step_agent, shared_defaults, validate_shared
+from podracer.agents.learning.losses import policy_gradient_loss
+from podracer.agents.learning.returns import vtrace
+from podracer.agents.meta import meta_gradient_rl
+from podracer.agents.models import networks, policy
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 

@@ -25,10 +25,11 @@ import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
-from podracer.agents import continuous_networks as cn
-from podracer.agents import off_policy, registry
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.optimizer import sgd_step
+from podracer.agents.algorithms import off_policy
+from podracer.agents.learning.optimizer import sgd_step
+from podracer.agents.models import continuous_networks as cn
 from podracer.config import field_checks
 
 

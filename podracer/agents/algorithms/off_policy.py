@@ -14,7 +14,7 @@ each agent improves its actor and whatever else it learns (`Rules.improve`),
 and moves its targets towards the online networks by Polyak averaging,
 theta' <- tau theta + (1 - tau) theta' (`agent.target_tau`).
 
-Transitions come from the device replay loop (`podracer.agents.replay`):
+Transitions come from the device replay loop (`podracer.agents.learning.replay`):
 each `learn` call adds its rollout, then takes `replay_ratio` gradient steps
 on batches of `batch_size` sequences of two timesteps (a transition), each
 device sampling its own buffer, gradients averaged over devices. A prioritised
@@ -39,10 +39,10 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import continuous_networks as cn
-from podracer.agents import replay
 from podracer.agents.agent import Agent
-from podracer.agents.optimizer import LearnerState, flat_vector, make_optimizer
+from podracer.agents.learning import replay
+from podracer.agents.learning.optimizer import LearnerState, flat_vector, make_optimizer
+from podracer.agents.models import continuous_networks as cn
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

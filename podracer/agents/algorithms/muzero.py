@@ -47,11 +47,14 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import muzero_model, registry, replay, search, support
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.networks import NetworkParams
-from podracer.agents.optimizer import make_optimizer
-from podracer.agents.returns import n_step_returns
+from podracer.agents.algorithms import search
+from podracer.agents.learning import replay
+from podracer.agents.learning.optimizer import make_optimizer
+from podracer.agents.learning.returns import n_step_returns
+from podracer.agents.models import muzero_model, support
+from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

@@ -54,12 +54,14 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import networks, recurrent_replay, registry, replay
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.network_agent import recurrent_state
-from podracer.agents.optimizer import make_optimizer
-from podracer.agents.policy import mask_illegal
-from podracer.agents.returns import n_step_returns
+from podracer.agents.algorithms.network_agent import recurrent_state
+from podracer.agents.learning import recurrent_replay, replay
+from podracer.agents.learning.optimizer import make_optimizer
+from podracer.agents.learning.returns import n_step_returns
+from podracer.agents.models import networks
+from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.envs.actions import action_mask

@@ -1,7 +1,7 @@
 """Actor-critic networks as flax modules, and `NetworkParams`: their weights together with their definition.
 
 `ActorCritic` puts a policy head and a value head on a torso
-(`podracer.agents.torsos`), `QNetwork` an action-value head; their output
+(`podracer.agents.models.torsos`), `QNetwork` an action-value head; their output
 layers are initialised with gain 0.01 (policy) and 1 (value, action values),
 after the PPO implementation details of Huang et al. (2022). `make_network`
 and `make_q_network` build them from `config.network` for an environment's
@@ -18,9 +18,9 @@ from dm_env import specs
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import normalization
-from podracer.agents.layers import dense
-from podracer.agents.network_parts import (
+from podracer.agents.models import normalization
+from podracer.agents.models.layers import dense
+from podracer.agents.models.network_parts import (
     core_features,
     core_state,
     cores_of_heads,
@@ -28,8 +28,8 @@ from podracer.agents.network_parts import (
     split_leading,
     torso_features,
 )
-from podracer.agents.policy import head_for, mask_illegal
-from podracer.agents.torsos import VECTOR_TORSOS, check_reads_observations
+from podracer.agents.models.policy import head_for, mask_illegal
+from podracer.agents.models.torsos import VECTOR_TORSOS, check_reads_observations
 from podracer.agents.trajectory import Trajectory, merge_leading_dims
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import action_mask

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
-from podracer.agents import networks
+from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, transitions, with_time_axis
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

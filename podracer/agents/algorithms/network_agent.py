@@ -26,9 +26,10 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import meta_gradient_rl, networks, normalization, policy
 from podracer.agents.agent import Agent
-from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
+from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
+from podracer.agents.meta import meta_gradient_rl
+from podracer.agents.models import networks, normalization, policy
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

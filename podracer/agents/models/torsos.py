@@ -12,8 +12,8 @@ network first. An action mask or a game's state in the observation
 out first. The pixel torsos (`NatureCNN`, `ImpalaResNet`) take one uint8 array
 `[N, C, H, W]`, a channels-first frame stack as envpool's Atari returns it,
 which `preprocess_pixels` turns into float NHWC in [0, 1]. Their layers have
-orthogonal weights with gain sqrt(2) (`podracer.agents.layers`). The heads on
-top, and the networks they make, are `podracer.agents.networks`'s.
+orthogonal weights with gain sqrt(2) (`podracer.agents.models.layers`). The heads on
+top, and the networks they make, are `podracer.agents.models.networks`'s.
 """
 
 from collections.abc import Sequence
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer.agents.layers import conv, dense
+from podracer.agents.models.layers import conv, dense
 from podracer.config.errors import ConfigError
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "swish": nn.swish}  # swish: x sigmoid(x), rejax's choice.

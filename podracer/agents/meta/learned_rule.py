@@ -15,14 +15,17 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer.agents import lpg_rule, registry, rule_checkpoint
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.network_agent import NORMALIZATION_DEFAULTS, one_step_agent
+from podracer.agents.algorithms.network_agent import NORMALIZATION_DEFAULTS, one_step_agent
+from podracer.agents.meta import lpg_rule, rule_checkpoint
 from podracer.agents.trajectory import Trajectory
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 
-_SAVE_ONE = "save one with podracer.agents.rule_checkpoint.save_rule, then pass --config.agent.rule_checkpoint=PATH"
+_SAVE_ONE = (
+    "save one with podracer.agents.meta.rule_checkpoint.save_rule, then pass --config.agent.rule_checkpoint=PATH"
+)
 
 
 def defaults() -> ConfigDict:

@@ -8,7 +8,7 @@ with a Learned Model", Section 3 and Appendix F:
 - prediction f: s^k -> (policy logits p^k, value logits v^k).
 
 Rewards and values are logits over the categorical support of
-`podracer.agents.support`. Every latent state is scaled to [0, 1] by its own
+`podracer.agents.models.support`. Every latent state is scaled to [0, 1] by its own
 minimum and maximum (Appendix G), which keeps the dynamics' inputs in range
 however long the model is unrolled.
 
@@ -36,10 +36,16 @@ import numpy as np
 from dm_env import specs
 from ml_collections import ConfigDict
 
-from podracer.agents import support
-from podracer.agents.layers import conv, dense
-from podracer.agents.networks import NetworkParams
-from podracer.agents.torsos import MLP, ResidualBlock, check_reads_observations, flatten_observation, preprocess_pixels
+from podracer.agents.models import support
+from podracer.agents.models.layers import conv, dense
+from podracer.agents.models.networks import NetworkParams
+from podracer.agents.models.torsos import (
+    MLP,
+    ResidualBlock,
+    check_reads_observations,
+    flatten_observation,
+    preprocess_pixels,
+)
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK
 

@@ -40,11 +40,13 @@ import jax.numpy as jnp
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import dqn, networks, registry
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.optimizer import make_optimizer, sgd_step, slices_gradients
-from podracer.agents.ppo import minibatch_epochs
-from podracer.agents.returns import lambda_returns
+from podracer.agents.algorithms import dqn
+from podracer.agents.algorithms.ppo import minibatch_epochs
+from podracer.agents.learning.optimizer import make_optimizer, sgd_step, slices_gradients
+from podracer.agents.learning.returns import lambda_returns
+from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

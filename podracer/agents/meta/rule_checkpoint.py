@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from podracer.agents.lpg_rule import RuleSettings, init_rule
+from podracer.agents.meta.lpg_rule import RuleSettings, init_rule
 
 SETTINGS_FILE = "settings.json"
 PARAMS_FOLDER = "params"

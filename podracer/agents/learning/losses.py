@@ -2,7 +2,7 @@
 
 import jax.numpy as jnp
 
-from podracer.agents import policy
+from podracer.agents.models import policy
 
 
 def policy_gradient_loss(
@@ -26,7 +26,7 @@ def policy_gradient_loss(
     G_t constant in the parameters by computing them from `stop_gradient`
     values, not by stopping every gradient through them: their derivatives
     in the hyperparameters they are made of (gamma, lambda) are what
-    meta-gradients flow through (`podracer.agents.meta_gradient_rl`). Means
+    meta-gradients flow through (`podracer.agents.meta.meta_gradient_rl`). Means
     run over all T x B transitions with masked entries counted as zero, so
     averaging equal shards across devices gives exactly the whole-batch loss.
     """

@@ -28,9 +28,9 @@ import numpy as np
 from dm_env import specs
 from flax import struct
 
-from podracer.agents import policy
-from podracer.agents.layers import dense
-from podracer.agents.torsos import MLP, flatten_observation
+from podracer.agents.models import policy
+from podracer.agents.models.layers import dense
+from podracer.agents.models.torsos import MLP, flatten_observation
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import network_input
 

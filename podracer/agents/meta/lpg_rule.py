@@ -49,11 +49,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from podracer.agents import networks, policy
-from podracer.agents.cores import Core, initial_state
-from podracer.agents.losses import policy_gradient_loss
-from podracer.agents.returns import lambda_returns
-from podracer.agents.torsos import MLP
+from podracer.agents.learning.losses import policy_gradient_loss
+from podracer.agents.learning.returns import lambda_returns
+from podracer.agents.models import networks, policy
+from podracer.agents.models.cores import Core, initial_state
+from podracer.agents.models.torsos import MLP
 from podracer.agents.trajectory import Trajectory, Transitions, transitions
 
 

@@ -2,7 +2,7 @@
 
 IPPO (independent PPO; de Witt et al. 2020, "Is Independent Learning All You
 Need in the StarCraft Multi-Agent Challenge?") trains each agent with PPO's
-clipped objective (`podracer.agents.ppo`) on its own observation. MAPPO (Yu et
+clipped objective (`podracer.agents.algorithms.ppo`) on its own observation. MAPPO (Yu et
 al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent
 Games") is the same with a centralised value function: the critic reads the
 environment's global state (Section 3, "centralized value function inputs"),
@@ -24,8 +24,10 @@ as the MAPPO paper's recurrent networks and JaxMARL's `mappo_rnn` baselines do.
 
 from ml_collections import ConfigDict
 
-from podracer.agents import per_agent, ppo, registry, teams
+from podracer.agents import registry
 from podracer.agents.agent import Agent
+from podracer.agents.algorithms import ppo
+from podracer.agents.several_agents import per_agent, teams
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.envs import multi_agent

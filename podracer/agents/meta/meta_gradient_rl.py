@@ -36,8 +36,8 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import meta_gradient
-from podracer.agents.optimizer import LearnerState, make_optimizer, mean_gradient, sgd_step
+from podracer.agents.learning.optimizer import LearnerState, make_optimizer, mean_gradient, sgd_step
+from podracer.agents.meta import meta_gradient
 from podracer.config import field_checks, loading
 from podracer.config.errors import ConfigError
 

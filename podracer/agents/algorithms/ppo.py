@@ -23,11 +23,12 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents import networks, policy, registry
+from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.network_agent import hyperparameters, network_agent, shared_defaults, validate_shared
-from podracer.agents.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
-from podracer.agents.returns import generalized_advantages
+from podracer.agents.algorithms.network_agent import hyperparameters, network_agent, shared_defaults, validate_shared
+from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
+from podracer.agents.learning.returns import generalized_advantages
+from podracer.agents.models import networks, policy
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError

@@ -21,7 +21,7 @@ Two searches, chosen by `agent.search`:
 `act` returns the search policy and the root's search value as its extras;
 MuZero learns its policy from the first and bootstraps its value targets
 from the second. `act_by_search` serves a search in another model (AlphaZero
-steps the game's own rules, `podracer.agents.alphazero`): its own root and
+steps the game's own rules, `podracer.agents.algorithms.alphazero`): its own root and
 `recurrent_fn`, and the actions that are illegal at the root. Every environment searches with its own key (the search is
 vmapped over environments), so its action does not depend on the batch.
 """
@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import mctx
 from ml_collections import ConfigDict
 
-from podracer.agents import muzero_model, support
-from podracer.agents.networks import NetworkParams
+from podracer.agents.models import muzero_model, support
+from podracer.agents.models.networks import NetworkParams
 from podracer.config import field_checks
 
 SEARCHES = ("muzero", "gumbel")
