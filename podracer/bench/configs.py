@@ -23,7 +23,7 @@ def load_named(name: str, overrides: Mapping[str, Any] | None = None) -> ConfigD
 
 def frames_per_step(config: ConfigDict) -> int:
     """Emulator frames per agent step of a Sebulba config's environment: Atari's frame skip (4 by default), else 1."""
-    from podracer.envs.envpool_tasks import ATARI_DEFAULTS, is_atari_task
+    from podracer.envs.host_suites.envpool_tasks import ATARI_DEFAULTS, is_atari_task
 
     if not is_atari_task(config.env.name):
         return 1

@@ -28,7 +28,7 @@ with one step type and one global state for all.
 
 `MultiAgent` is what any environment of several agents says about them, a
 pure-JAX one (`MultiAgentEnvironment`, for Anakin) or a batch stepped on the
-host (PettingZoo's, for Sebulba: `podracer.envs.pettingzoo_env`), so the
+host (PettingZoo's, for Sebulba: `podracer.envs.host_suites.pettingzoo_env`), so the
 checks of agent against environment read both the same way. Both make their
 timesteps with `transition`, with `jax.numpy` or `numpy`.
 """

@@ -33,12 +33,13 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
-from podracer.envs import envpool_env, envpool_tasks, multi_agent
+from podracer.envs import multi_agent
 from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import HostEnvironment
+from podracer.envs.host_suites import envpool_env, envpool_tasks
 from podracer.envs.lpg import DelayedChain, RandomGridWorld, TabularGridWorld
 
 
@@ -64,10 +65,14 @@ def _suite(module: str, *modules: str, extra: str = "") -> Suite:
     return Suite(f"podracer.envs.suites.{module}", modules, extra or modules[0], host=False)
 
 
+def _host_suite(module: str, *modules: str) -> Suite:
+    return Suite(f"podracer.envs.host_suites.{module}", modules, modules[0], host=True)
+
+
 SUITES = {
     "gymnax": _suite("gymnax_env", "gymnax"),
     "brax": _suite("brax_env", "brax"),
-    "gymnasium": Suite("podracer.envs.gymnasium_env", ("gymnasium",), "gymnasium", host=True),  # With its worker pool.
+    "gymnasium": _host_suite("gymnasium_env", "gymnasium"),  # With its worker pool.
     "craftax": _suite("craftax_env", "craftax"),
     "jumanji": _suite("jumanji_env", "jumanji", "stoa"),
     "playground": _suite("playground_env", "mujoco_playground", extra="playground"),
@@ -76,7 +81,7 @@ SUITES = {
     "popgym_arcade": _suite("popgym_arcade_env", "popgym_arcade"),
     "pgx": _suite("pgx_env", "pgx"),
     "jaxmarl": _suite("jaxmarl_env", "jaxmarl"),  # Several agents in one environment (`podracer.envs.multi_agent`).
-    "pettingzoo": Suite("podracer.envs.pettingzoo_env", ("pettingzoo",), "pettingzoo", host=True),  # Several agents.
+    "pettingzoo": _host_suite("pettingzoo_env", "pettingzoo"),  # Several agents.
 }
 
 _JAX: dict[str, Callable[..., Environment]] = {

@@ -1,4 +1,4 @@
-"""Tiny deterministic Gymnasium environments for the tests of `podracer.envs.gymnasium_env` and `gymnasium_pool`.
+"""Tiny deterministic Gymnasium environments for the tests of `envs.host_suites.gymnasium_env` and `gymnasium_pool`.
 
 They live apart from the test modules so that the worker processes, which
 import an entry point's module, import only Gymnasium and numpy here (the test

@@ -3,7 +3,7 @@
 import pytest
 
 from podracer.envs import make_envpool_env
-from podracer.envs.envpool_tasks import ATARI_DEFAULTS, is_atari_task, is_envpool_task
+from podracer.envs.host_suites.envpool_tasks import ATARI_DEFAULTS, is_atari_task, is_envpool_task
 
 
 def test_sticky_actions_set_repeat_action_probability():

@@ -12,7 +12,7 @@ from dm_env import specs
 import podracer
 from podracer.config.errors import ConfigError
 from podracer.envs import FIRST, LAST, MID, HostEnvironment
-from podracer.envs.gymnasium_env import GymnasiumEnvironment, is_task, make
+from podracer.envs.host_suites.gymnasium_env import GymnasiumEnvironment, is_task, make
 from tests.envs.gymnasium_envs import TERMINAL_ACTION, Counter, DictCounter, DiscreteObservation
 
 LIMIT = 4  # Counter's time limit (a TimeLimit wrapper: truncation).

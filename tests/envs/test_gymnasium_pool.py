@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from podracer.envs import MID
-from podracer.envs.gymnasium_env import GymnasiumEnvironment
+from podracer.envs.host_suites.gymnasium_env import GymnasiumEnvironment
 from tests.envs.gymnasium_envs import Counter, Crashing
 
 COUNTER = "PodracerPoolCounter-v0"

@@ -17,7 +17,7 @@ from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import FIRST, LAST, MID
 from tests.envs.pettingzoo_envs import LEAVE
 
-pettingzoo_env = pytest.importorskip("podracer.envs.pettingzoo_env")
+pettingzoo_env = pytest.importorskip("podracer.envs.host_suites.pettingzoo_env")
 simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
 
 SPREAD = "mpe2.simple_spread_v3"

@@ -26,12 +26,12 @@ FAILURES = {
     # An environment stepped from Python, inside an actor.
     "environment": (
         "actor-",
-        ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 100),
+        ("podracer.envs.host_suites.envpool_env", "EnvpoolEnvironment.step", 100),
         ["--config.env_stepping=host"],
     ),
 }
 # From the 20th call on, every environment step (from Python) takes 3 s; every wait gives up after 1 s.
-STALL = ("podracer.envs.envpool_env", "EnvpoolEnvironment.step", 20, "stall")
+STALL = ("podracer.envs.host_suites.envpool_env", "EnvpoolEnvironment.step", 20, "stall")
 STALL_ARGS = ["--config.stall_timeout_seconds=1", "--config.env_stepping=host"]
 
 

@@ -10,7 +10,7 @@ from podracer.envs import registry
 from podracer.run.contract import recent_return
 from tests.helpers import load_config
 
-pytest.importorskip("podracer.envs.pettingzoo_env")
+pytest.importorskip("podracer.envs.host_suites.pettingzoo_env")
 pytest.importorskip("mpe2")
 
 SMALL = {"envs_per_thread": 4, "unroll_length": 16, "total_steps": 2 * 4 * 16 * 4, "log_every_updates": 1}

@@ -1,6 +1,6 @@
 """The worker processes behind `gymnasium_env`: starting them, telling what went wrong with them, and ending them.
 
-`GymnasiumEnvironment` (`podracer.envs.gymnasium_env`) steps its environments
+`GymnasiumEnvironment` (`podracer.envs.host_suites.gymnasium_env`) steps its environments
 in a `gymnasium.vector.AsyncVectorEnv`, one worker process each; this module
 is how those processes are started and stopped, and how their failures read.
 The code that runs inside them is `gymnasium_worker`.
@@ -47,7 +47,7 @@ from typing import Any
 import gymnasium
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
-from podracer.envs import gymnasium_worker
+from podracer.envs.host_suites import gymnasium_worker
 
 START_METHODS = ("forkserver", "spawn")
 

@@ -1,6 +1,6 @@
 """envpool's tasks and their options: which ids exist, Atari's defaults, and the options checked before `envpool.make`.
 
-`make_envpool_env` (`podracer.envs.envpool_env`) builds its pools with the
+`make_envpool_env` (`podracer.envs.host_suites.envpool_env`) builds its pools with the
 options `pool_options` gives. Atari tasks get the standard preprocessing
 (`ATARI_DEFAULTS`); any keyword that is not our `sticky_actions` option goes to
 `envpool.make` unchanged (`num_threads`, for instance: envpool's worker

@@ -1,6 +1,6 @@
 """An envpool pool's step as a JAX function: its send and receive as XLA custom calls into the C++ pool.
 
-`EnvpoolEnvironment.compiled_step` (`podracer.envs.envpool_env`) gives its
+`EnvpoolEnvironment.compiled_step` (`podracer.envs.host_suites.envpool_env`) gives its
 step this way, so that a Sebulba actor can run a whole rollout, acting and
 stepping, as one compiled program (`podracer.sebulba.unroll`). Both steps
 turn envpool's outputs into timesteps with the one rule of

@@ -46,8 +46,9 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from podracer.envs import gymnasium_pool, spaces
+from podracer.envs import spaces
 from podracer.envs.host import HostEnvironment, check_num_envs, import_if_present
+from podracer.envs.host_suites import gymnasium_pool
 from podracer.envs.timestep import TimeStep, from_flags
 
 DEFAULT_STEP_TIMEOUT_SECONDS = 60.0

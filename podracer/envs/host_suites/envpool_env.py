@@ -18,10 +18,10 @@ and their spec says so: JAX computes in float32 anyway, and float64 would only
 double the bytes sent to the devices.
 
 `compiled_step` gives the same step as a JAX function, through envpool's XLA
-interface (`podracer.envs.envpool_xla`); both steps turn envpool's outputs into
+interface (`podracer.envs.host_suites.envpool_xla`); both steps turn envpool's outputs into
 timesteps with the one rule below (`_timestep`). Which tasks exist and which
 options they take (Atari's defaults, `sticky_actions`) is
-`podracer.envs.envpool_tasks`'s business.
+`podracer.envs.host_suites.envpool_tasks`'s business.
 
 envpool's behaviour, as checked against envpool 1.2.5 (gymnasium API, CartPole-v1,
 Pong-v5 and Breakout-v5) before writing this module:
@@ -94,8 +94,9 @@ from typing import Any
 
 import numpy as np
 
-from podracer.envs import envpool_tasks, envpool_xla, spaces
+from podracer.envs import spaces
 from podracer.envs.host import CompiledStep, HostEnvironment, check_num_envs
+from podracer.envs.host_suites import envpool_tasks, envpool_xla
 from podracer.envs.timestep import TimeStep, from_flags
 
 
