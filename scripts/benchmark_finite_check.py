@@ -20,7 +20,7 @@ import numpy as np
 
 from podracer import agents, envs
 from podracer import load_config as load
-from podracer.anakin import settings
+from podracer.anakin import anakin_settings
 from podracer.anakin.program import make_dispatch, make_init
 from podracer.runtime.device_split import anakin_devices
 from podracer.runtime.topology import device_mesh
@@ -39,7 +39,7 @@ def measure(filename: str, repeats: int) -> tuple[float, float]:
     key = jax.random.key(0)
     init = make_init(env, lambda _: agent, config.num_envs, mesh, key, {})
     state = init(key, {})
-    updates = np.int32(settings.updates_per_dispatch(config))
+    updates = np.int32(anakin_settings.updates_per_dispatch(config))
     programs = [
         make_dispatch(env, lambda _: agent, config.unroll_length, int(updates), mesh, check_finite=check)
         .lower(init.eval_shape(key, {}), {}, updates)

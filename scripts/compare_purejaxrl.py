@@ -200,7 +200,7 @@ def make_parser() -> argparse.ArgumentParser:
 def plan(args: argparse.Namespace) -> tuple[ConfigDict, dict, int]:
     """(podracer's config, PureJaxRL's settings, steps per run) for the same run: whole updates, whole dispatches."""
     from podracer import load_config
-    from podracer.anakin import settings as anakin_settings
+    from podracer.anakin import anakin_settings
 
     task = TASKS[args.task]
     overrides, settings = dict(task.overrides), dict(task.settings)

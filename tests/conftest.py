@@ -155,7 +155,7 @@ def _registries_restored():
     """Undoes the environment and agent names a test registered, so that no later test in the same worker sees them
     (the check that every registered environment has a conformance test, say)."""
     from podracer.agents import registry as agents  # Here, not above: podracer imports JAX, after the settings above.
-    from podracer.envs import registry as envs
+    from podracer.envs import env_registry as envs
 
     registries = (envs._JAX, envs._HOST, agents._AGENTS)
     saved = [dict(registry) for registry in registries]

@@ -16,8 +16,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from podracer.anakin import settings
-from podracer.bench import configs
+from podracer.anakin import anakin_settings
+from podracer.bench import figure_configs
 from podracer.bench.records import AnakinRun, Point, Row, Setup
 from podracer.config import population
 
@@ -39,7 +39,7 @@ def plan(setup: Setup) -> list[Point]:
     max_devices = min(setup.max_devices, QUICK_MAX_DEVICES) if setup.quick else setup.max_devices
     points = []
     for name in QUICK_BENCHMARKS if setup.quick else BENCHMARKS:
-        config = configs.load_named(name)
+        config = figure_configs.load_named(name)
         per_device = config.num_envs // config.cpu_devices  # The config's own batch per device (Catch: two of 256).
         for n in device_counts(max_devices):
             overrides = {
@@ -67,15 +67,15 @@ def point(
     a process with `process_devices` devices (default: `num_devices`). A
     population's point also records its `members`.
     """
-    config = configs.load_named(name, overrides)
-    updates_per_dispatch = settings.updates_per_dispatch(config)
-    steps_per_dispatch = updates_per_dispatch * settings.steps_per_update(config)
+    config = figure_configs.load_named(name, overrides)
+    updates_per_dispatch = anakin_settings.updates_per_dispatch(config)
+    steps_per_dispatch = updates_per_dispatch * anakin_settings.steps_per_update(config)
     dispatches = QUICK_DISPATCHES if setup.quick else math.ceil(config.total_steps / steps_per_dispatch)
     overrides = {**overrides, "updates_per_dispatch": updates_per_dispatch}
-    task = AnakinRun(configs.path(name), {**overrides, "total_steps": dispatches * steps_per_dispatch})
+    task = AnakinRun(figure_configs.path(name), {**overrides, "total_steps": dispatches * steps_per_dispatch})
     columns = {
         "env": config.env.name,
-        "network": configs.network_label(config),
+        "network": figure_configs.network_label(config),
         "devices": config.num_devices,
         "num_envs": config.num_envs,
         "unroll_length": config.unroll_length,

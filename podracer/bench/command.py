@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from podracer.bench import (
     anakin_scaling,
     charts,
-    evaluation,
+    evaluation_cost,
     launch,
     machine,
     meta_training,
-    muzero,
+    muzero_scaling,
     pipeline,
-    population,
+    population_scaling,
     report,
     sebulba,
     suites,
@@ -41,9 +41,9 @@ PLANS = {
     "4c": sebulba.plan_scaling,
     "pipeline": pipeline.plan,
     "suites": suites.plan,
-    "population": population.plan,
-    "muzero": muzero.plan,
-    "evaluation": evaluation.plan,
+    "population": population_scaling.plan,
+    "muzero": muzero_scaling.plan,
+    "evaluation": evaluation_cost.plan,
     "meta": meta_training.plan,
 }
 
@@ -68,7 +68,7 @@ def run(options: Options) -> int:
     os.makedirs(options.out, exist_ok=True)
     measured = measure(points, options.repeats, env)
     rows = [_row(point, measured[index]) for index, point in enumerate(points) if index in measured]
-    rows = evaluation.with_efficiency(pipeline.with_efficiency(anakin_scaling.with_efficiency(rows)))
+    rows = evaluation_cost.with_efficiency(pipeline.with_efficiency(anakin_scaling.with_efficiency(rows)))
     write(options.out, options.figures, rows, this_machine)
     return 0 if len(rows) == len(points) else 1
 

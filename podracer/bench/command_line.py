@@ -1,7 +1,7 @@
 """`podracer bench`'s options: the figures it can measure, the options' parser, their defaults and checks.
 
 `add_arguments` declares the options on the `podracer bench` parser (which
-`podracer.cli.bench` registers), and `options` turns what was parsed into
+`podracer.cli.bench_command` registers), and `options` turns what was parsed into
 `Options`: the defaults that depend on `--quick` or on the time, and the
 check that `--out` is a new folder. A bad argument is a `UsageError` and
 nothing is written. This module imports no JAX, so that `podracer --help`

@@ -21,7 +21,7 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer.bench import anakin_scaling, configs, population
+from podracer.bench import anakin_scaling, figure_configs, population_scaling
 from podracer.bench.records import MetaTrainRun, Point, Setup
 
 FIGURE = "meta"
@@ -35,8 +35,8 @@ DISPATCHES = 4  # The first is dropped: the median of 3.
 
 def plan(setup: Setup) -> list[Point]:
     """The config's members times each of `MULTIPLES` (`quick`: `QUICK_MULTIPLES`), on the same devices, one process."""
-    config = configs.load_named(BENCHMARK)
-    devices = population.devices(setup, config)
+    config = figure_configs.load_named(BENCHMARK)
+    devices = population_scaling.devices(setup, config)
     smallest = smallest_multiple(config.meta.environments, devices)
     multiples = QUICK_MULTIPLES if setup.quick else MULTIPLES if setup.forced_cpu else ACCELERATOR_MULTIPLES
     dispatches = anakin_scaling.QUICK_DISPATCHES if setup.quick else DISPATCHES
@@ -51,17 +51,17 @@ def point(setup: Setup, config: ConfigDict, devices: int, multiple: int, dispatc
         "meta.updates": dispatches * UPDATES_PER_DISPATCH,
         "meta.updates_per_dispatch": UPDATES_PER_DISPATCH,
     }
-    loaded = configs.load_named(BENCHMARK, overrides)  # As the measuring process will load it.
+    loaded = figure_configs.load_named(BENCHMARK, overrides)  # As the measuring process will load it.
     entries = loaded.meta.environments
     columns = {
         "env": "+".join(dict.fromkeys(name for name, _, _ in entries)),
-        "network": configs.network_label(loaded),
+        "network": figure_configs.network_label(loaded),
         "devices": devices,
         "num_envs": loaded.meta.envs_per_member,  # Each member's, as a population's.
         "unroll_length": loaded.unroll_length,
         "members": sum(members for _, _, members in entries),
     }
-    task = MetaTrainRun(configs.path(BENCHMARK), overrides)
+    task = MetaTrainRun(figure_configs.path(BENCHMARK), overrides)
     return Point(FIGURE, "members", BENCHMARK, setup.launch(devices, config.cpu_threads), task, columns)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer.bench import configs
+from podracer.bench import figure_configs
 from podracer.bench.records import Launch, Point, SebulbaRun, Setup
 
 CONFIGS = {"pong": "sebulba_pong_impala", "cartpole": "sebulba_cartpole_impala"}
@@ -55,7 +55,7 @@ def plan_actor_batch(setup: Setup) -> list[Point]:
     devices = one_actor_one_learner(setup)
     base = {**base, **split(1, devices)}
     if setup.quick:  # The config's batch (what the other figures run) and twice as many.
-        envs = configs.load_named(name).envs_per_thread
+        envs = figure_configs.load_named(name).envs_per_thread
         envs_per_thread, unroll_lengths = (envs, 2 * envs), UNROLL_LENGTHS[:1]
     else:
         envs_per_thread, unroll_lengths = ENVS_PER_THREAD, UNROLL_LENGTHS
@@ -78,7 +78,7 @@ def scaling_points(setup: Setup, figure: str, name: str, base: Mapping[str, Any]
     points = []
     devices = max(2, setup.max_devices) if setup.forced_cpu else setup.max_devices
     if devices >= 2:  # One accelerator cannot be split.
-        envs = configs.load_named(name, base).envs_per_thread
+        envs = figure_configs.load_named(name, base).envs_per_thread
         for actors in range(1, devices):  # Each actor thread's batch is split evenly over the learners.
             overrides = {**base, **split(actors, devices), "envs_per_thread": round_up(envs, devices - actors)}
             points.append(point(setup, figure, "device_split", name, overrides, devices))
@@ -106,7 +106,7 @@ def measured_updates(setup: Setup) -> int:
 
 def updates_per_window(config: ConfigDict) -> int:
     """Updates per log window: enough for `MIN_WINDOW_FRAMES` frames."""
-    return -(-MIN_WINDOW_FRAMES // (steps_per_update(config) * configs.frames_per_step(config)))
+    return -(-MIN_WINDOW_FRAMES // (steps_per_update(config) * figure_configs.frames_per_step(config)))
 
 
 def split(actors: int, devices: int) -> dict:
@@ -136,18 +136,18 @@ def point(
     """
     if replicas is not None:
         overrides = {**overrides, "replicas": replicas}
-    config = configs.load_named(name, overrides)
+    config = figure_configs.load_named(name, overrides)
     window = updates_per_window(config)
     total_steps = (WARMUP_UPDATES + measured_updates(setup)) * window * steps_per_update(config)
     run = {**overrides, "log_every_updates": window, "total_steps": total_steps}
-    task = SebulbaRun(configs.path(name), run, WARMUP_UPDATES)
+    task = SebulbaRun(figure_configs.path(name), run, WARMUP_UPDATES)
     if replicas is None:
         launch = setup.launch(devices, config.cpu_threads)
     else:
         launch = Launch(devices, config.cpu_threads, processes=replicas)
     columns = {
         "env": config.env.name,
-        "network": configs.network_label(config),
+        "network": figure_configs.network_label(config),
         "devices": devices,
         "replicas": config.replicas,
         "actor_devices": len(config.actor_device_ids),

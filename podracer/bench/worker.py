@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import jax
 
-from podracer.bench import configs, steady
+from podracer.bench import figure_configs, steady
 from podracer.bench.envpool_raw import envpool_frames_per_second
 from podracer.bench.records import AnakinRun, EnvpoolRun, MetaTrainRun, SebulbaRun, Task, task_from_json
 from podracer.config.loading import load
@@ -36,7 +36,7 @@ def rate(task: Task) -> tuple[float, str, float | None]:
     history = train(config).history
     warmup = task.warmup if isinstance(task, SebulbaRun) else 1
     if task.wall_clock:
-        value = steady.wall_rate(history, warmup) * configs.frames_per_step(config)
+        value = steady.wall_rate(history, warmup) * figure_configs.frames_per_step(config)
         return value, unit(task), steady.evaluation_share(history, warmup)
     if isinstance(task, AnakinRun):
         return steady.anakin_rate(history), unit(task), None

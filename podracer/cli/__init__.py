@@ -20,11 +20,27 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from podracer.cli import bench, configs, evaluate, export, meta_train, plot, train
+from podracer.cli import (
+    bench_command,
+    configs_command,
+    evaluate_command,
+    export_command,
+    meta_train_command,
+    plot_command,
+    train_command,
+)
 from podracer.cli.common import EXIT_USAGE, CommandLineError, Parser, report, split_overrides
 from podracer.runtime import host_memory
 
-COMMANDS = (train, meta_train, evaluate, export, configs, plot, bench)  # Each has `register(commands)`.
+COMMANDS = (  # Each has `register(commands)`.
+    train_command,
+    meta_train_command,
+    evaluate_command,
+    export_command,
+    configs_command,
+    plot_command,
+    bench_command,
+)
 
 
 def build_parser() -> Parser:

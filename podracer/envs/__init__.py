@@ -12,10 +12,10 @@ from podracer.envs.base import Environment
 from podracer.envs.cartpole import CartPole
 from podracer.envs.catch import Catch, NestedCatch
 from podracer.envs.dm_env_adapter import DmEnvAdapter
+from podracer.envs.env_registry import SUITES, check, host_factory, make, names, register
 from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import CompiledStep, HostEnvFactory, HostEnvironment
 from podracer.envs.host_suites.envpool_env import EnvpoolEnvironment, make_envpool_env
-from podracer.envs.registry import SUITES, check, host_factory, make, names, register
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep, from_flags, restart, transition
 from podracer.envs.wrappers import AutoReset, EpisodeStatistics, wrap_for_training
 

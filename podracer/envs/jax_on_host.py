@@ -1,7 +1,7 @@
 """A batch of a pure-JAX environment stepped from Python, as a `HostEnvironment`: one episode per key.
 
 `podracer evaluate` plays a trained Anakin agent's environment this way, so one
-host loop (`podracer.sebulba.evaluation.play_host_episodes`) serves both
+host loop (`podracer.sebulba.sebulba_evaluation.play_host_episodes`) serves both
 architectures and can draw each environment's state as it goes (`frames`).
 Each environment starts from its own key, split into the reset key and the
 acting key as Anakin's compiled evaluation splits it, so both play the same

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from podracer.config.errors import ConfigError, UsageError
-from podracer.envs.registry import split_suite
+from podracer.envs.env_registry import split_suite
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent, load
 

@@ -1,7 +1,7 @@
 """The host loop of `podracer meta-train`: build and compile once, then dispatch, record, checkpoint, save the rule.
 
 The config and the program are `podracer.experiment.meta_train`'s and
-`podracer.anakin.meta_train`'s. Everything between two records happens in
+`podracer.anakin.meta_program`'s. Everything between two records happens in
 one compiled program; the state (meta-network, its optimiser, every member
 with its environments and keys) is checkpointed whole, so a resumed run goes
 on bitwise as if it had not stopped.
@@ -17,7 +17,7 @@ import numpy as np
 from ml_collections import ConfigDict
 
 from podracer.agents.meta import rule_checkpoint
-from podracer.anakin import meta_train as program
+from podracer.anakin import meta_program as program
 from podracer.envs.episodes import Completed
 from podracer.experiment import meta_train as meta_config
 from podracer.run import budget, workdir_lock

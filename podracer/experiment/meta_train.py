@@ -1,6 +1,6 @@
 """`podracer meta-train`'s config and its checks, and the agents and optimiser the meta-training program is built from.
 
-The program is `podracer.anakin.meta_train`'s, its host loop (dispatch,
+The program is `podracer.anakin.meta_program`'s, its host loop (dispatch,
 records, checkpoints, the rule written at each) `podracer.experiment.meta_run`'s.
 This module reads the config (`config.meta`, beside the fields of
 `defaults("learned_rule")` that the agents use: `network`, `optimizer`,
@@ -27,7 +27,7 @@ from podracer.agents.meta import lpg_rule
 from podracer.agents.meta.meta_gradient_rl import EPS_ROOT
 from podracer.agents.models import networks
 from podracer.agents.trajectory import transitions
-from podracer.anakin import meta_train as program
+from podracer.anakin import meta_program as program
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.experiment import schema

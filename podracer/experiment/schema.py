@@ -1,8 +1,8 @@
 """Every field of an experiment: the defaults for an agent on an architecture, and static validation of a config.
 
 `defaults(agent, architecture)` assembles a config from the run's common
-fields, the architecture's (`podracer.anakin.settings`,
-`podracer.sebulba.settings`), the network's and optimiser's, and the agent's
+fields, the architecture's (`podracer.anakin.anakin_settings`,
+`podracer.sebulba.sebulba_settings`), the network's and optimiser's, and the agent's
 own (its registry entry). `validate` checks types, ranges, choices and
 cross-field rules before any device is touched; what depends on the machine
 (device counts, environment options) is checked as each architecture builds
@@ -19,12 +19,12 @@ from podracer import agents
 from podracer.agents.learning.optimizer import OPTIMIZERS
 from podracer.agents.models.cores import CORES
 from podracer.agents.models.torsos import TORSOS, VECTOR_TORSOS
-from podracer.anakin import settings as anakin_settings
+from podracer.anakin import anakin_settings
 from podracer.config import field_checks, loading, population
 from podracer.config.errors import ConfigError
 from podracer.config.loading import OPEN_FIELDS, unknown_field
 from podracer.run import evaluation, wandb_logger
-from podracer.sebulba import settings as sebulba_settings
+from podracer.sebulba import sebulba_settings
 
 ARCHITECTURES = {"anakin": anakin_settings, "sebulba": sebulba_settings}
 RESUME_MODES = ("auto", "never", "must")  # See podracer.run.checkpoints.

@@ -22,14 +22,14 @@ from ml_collections import ConfigDict
 
 from podracer import agents, envs
 from podracer.agents import Agent
-from podracer.anakin import settings as anakin_settings
+from podracer.anakin import anakin_settings
 from podracer.config import population
 from podracer.config.errors import ConfigError
-from podracer.envs.registry import with_config_kwargs
+from podracer.envs.env_registry import with_config_kwargs
 from podracer.experiment import schema
 from podracer.run.checkpoints import FOLDER
 from podracer.runtime.device_split import sebulba_device_ids
-from podracer.sebulba import settings as sebulba_settings
+from podracer.sebulba import sebulba_settings
 
 
 @dataclasses.dataclass(frozen=True)

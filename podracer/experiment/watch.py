@@ -22,7 +22,7 @@ from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent
 from podracer.run.whole_files import written_whole
-from podracer.sebulba.evaluation import SEED_OFFSET, jitted_act, play_host_episodes
+from podracer.sebulba.sebulba_evaluation import SEED_OFFSET, jitted_act, play_host_episodes
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,18 +22,18 @@ from ml_collections import ConfigDict
 from podracer import agents, envs
 from podracer.agents import Agent, Trajectory
 from podracer.envs import multi_agent
+from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.host import HostEnvFactory, HostEnvironment
-from podracer.envs.registry import with_config_kwargs
 from podracer.envs.timestep import TimeStep
 from podracer.run import evaluation
 from podracer.runtime import per_device
 from podracer.runtime.device_split import sebulba_device_ids
 from podracer.runtime.distributed import is_chief
 from podracer.runtime.topology import REPLICATED, device_mesh, devices_by_id
-from podracer.sebulba import settings
-from podracer.sebulba.evaluation import make_evaluate
+from podracer.sebulba import sebulba_settings
 from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update
 from podracer.sebulba.lifecycle import RunControl
+from podracer.sebulba.sebulba_evaluation import make_evaluate
 
 
 @dataclasses.dataclass
@@ -60,7 +60,7 @@ class SebulbaRun:
     started: float  # When `build` began (time.perf_counter()).
     compile_seconds: float
     control: RunControl
-    evaluate: Callable | None  # The evaluation (`podracer.sebulba.evaluation`); None without evaluation.
+    evaluate: Callable | None  # The evaluation (`podracer.sebulba.sebulba_evaluation`); None without evaluation.
     first_update: int = 0  # The update count the run starts from: a resumed checkpoint's.
     stopped_how: str = ""  # After a signal: whether the stop's checkpoint was written.
     threads: list[threading.Thread] = dataclasses.field(default_factory=list)
@@ -94,11 +94,11 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
     learner_mesh = device_mesh(devices_by_id(learner_ids, every_process=True))
     num_threads = len(actor_devices) * config.actor_threads_per_device
     first_thread = jax.process_index() * num_threads
-    num_updates = settings.num_updates(config, num_threads)
+    num_updates = sebulba_settings.num_updates(config, num_threads)
     make_env = make_env or functools.partial(with_config_kwargs, config, envs.host_factory(config.env.name))
     host_envs = make_envs(config, make_env, range(first_thread, first_thread + num_threads), resumes)
     try:
-        stepping = settings.env_stepping(config, host_envs[0], actor_devices)
+        stepping = sebulba_settings.env_stepping(config, host_envs[0], actor_devices)
         agents.registry.check_environment(config, host_envs[0])  # Before anything compiles.
         agent = agent or agents.make(config, num_updates=num_updates * config.learner_minibatches)
         evaluation.check_agent(config, agent)
@@ -107,7 +107,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         for host_env in host_envs:
             host_env.close()
         raise
-    if (note := settings.rounding_note(config, num_threads)) and is_chief():
+    if (note := sebulba_settings.rounding_note(config, num_threads)) and is_chief():
         print(note, file=sys.stderr)
     return SebulbaRun(
         config=config,
@@ -118,7 +118,7 @@ def build(config: ConfigDict, make_env: HostEnvFactory | None, agent: Agent | No
         learner_mesh=learner_mesh,
         first_thread=first_thread,
         num_updates=num_updates,
-        steps_per_update=settings.steps_per_update(config, num_threads),
+        steps_per_update=sebulba_settings.steps_per_update(config, num_threads),
         state=compiled.state,
         update=compiled.update,
         actor_key=compiled.actor_key,
@@ -136,7 +136,9 @@ def make_envs(config: ConfigDict, make_env: HostEnvFactory, threads: range, resu
     host_envs: list[HostEnvironment] = []
     try:
         for index in threads:
-            host_envs.append(make_env(config.envs_per_thread, settings.env_seed(config, index, len(threads), resumes)))
+            host_envs.append(
+                make_env(config.envs_per_thread, sebulba_settings.env_seed(config, index, len(threads), resumes))
+            )
     except BaseException:
         for host_env in host_envs:
             host_env.close()

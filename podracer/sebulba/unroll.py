@@ -17,7 +17,7 @@ each trajectory carries it as its rollout began.
   cheap environments (CartPole) spend most of a host-stepped rollout on. The
   episode statistics are computed in the program too.
 
-`config.env_stepping` chooses (`podracer.sebulba.settings.env_stepping`):
+`config.env_stepping` chooses (`podracer.sebulba.sebulba_settings.env_stepping`):
 `auto` compiles where the environment can be stepped that way and the actor
 devices are CPUs, the only place it is tested (on a GPU, envpool's custom call
 copies between device and host itself; `compiled` may be asked for there).

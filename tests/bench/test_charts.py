@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from podracer import plot
-from podracer.bench import charts, command, evaluation
+from podracer.bench import charts, command, evaluation_cost
 from tests.bench.rows import evaluation_row, meta_row, muzero_row, population_row
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -69,7 +69,7 @@ def test_the_muzero_chart_draws_the_device_split_the_replicas_and_the_simulation
 
 def test_the_evaluation_chart_draws_a_bar_per_frequency_with_its_cost_against_none():
     rows = [evaluation_row(1, 900.0), evaluation_row(0, 1000.0), evaluation_row(10, 990.0)]
-    rows = evaluation.with_efficiency([dataclasses.replace(rows[0], eval_share=0.085), *rows[1:]])
+    rows = evaluation_cost.with_efficiency([dataclasses.replace(rows[0], eval_share=0.085), *rows[1:]])
     figure = charts.evaluation_cost(rows)
     (ax,) = figure.axes
     assert [bar.get_height() for bar in ax.patches] == [1000.0, 990.0, 900.0]  # None, then ever more often.

@@ -4,13 +4,13 @@ import pytest
 
 from podracer.bench import (
     anakin_scaling,
-    configs,
-    evaluation,
+    evaluation_cost,
+    figure_configs,
     launch,
     meta_training,
-    muzero,
+    muzero_scaling,
     pipeline,
-    population,
+    population_scaling,
     sebulba,
     suites,
 )
@@ -103,7 +103,7 @@ def test_suites_are_one_device_rows_and_pong_with_its_resnet():
 
 
 def test_populations_train_catch_on_its_two_devices_in_one_process_for_the_same_dispatches():
-    points = population.plan(CPU_FULL)
+    points = population_scaling.plan(CPU_FULL)
     assert [p.label() for p in points] == [f"population anakin_catch members={m}" for m in (1, 8, 64)]
     assert [p.task.overrides["population.seed"] for p in points] == [
         "(0,)",
@@ -113,29 +113,29 @@ def test_populations_train_catch_on_its_two_devices_in_one_process_for_the_same_
     assert {p.launch for p in points} == {Launch(2, cpu_threads=1)}  # The config's 2 CPU devices, of 4.
     for point, members in zip(points, (1, 8, 64), strict=True):
         assert point.task.overrides["num_devices"] == 2 and "num_envs" not in point.task.overrides  # 512 per member.
-        assert point.task.overrides["total_steps"] == population.DISPATCHES * 2 * 16 * 512  # Per member.
+        assert point.task.overrides["total_steps"] == population_scaling.DISPATCHES * 2 * 16 * 512  # Per member.
         assert {key: point.columns[key] for key in ("members", "devices", "num_envs", "env")} == {
             "members": members,
             "devices": 2,
             "num_envs": 512,
             "env": "catch",
         }
-        config = configs.load_named(point.benchmark, point.task.overrides)  # As the measuring process loads it.
+        config = figure_configs.load_named(point.benchmark, point.task.overrides)  # As the measuring process loads it.
         assert config.population.seed == tuple(range(members))
 
 
 def test_quick_populations_are_one_and_eight_members_for_three_dispatches():
-    points = population.plan(CPU_QUICK)
+    points = population_scaling.plan(CPU_QUICK)
     assert [p.columns["members"] for p in points] == [1, 8]
     assert {p.task.overrides["total_steps"] for p in points} == {anakin_scaling.QUICK_DISPATCHES * 2 * 16 * 512}
     assert {p.launch for p in points} == {anakin_scaling.plan(CPU_QUICK)[-1].launch}  # Measured beside 4a's.
 
 
 def test_populations_use_every_accelerator_and_at_most_the_devices_allowed():
-    assert {p.task.overrides["num_devices"] for p in population.plan(ONE_GPU)} == {1}
-    assert {p.launch for p in population.plan(ONE_GPU)} == {Launch(None, cpu_threads=1)}
+    assert {p.task.overrides["num_devices"] for p in population_scaling.plan(ONE_GPU)} == {1}
+    assert {p.launch for p in population_scaling.plan(ONE_GPU)} == {Launch(None, cpu_threads=1)}
     one_cpu = Setup(quick=False, forced_cpu=True, max_devices=1, sebulba_env="pong")
-    assert {p.launch for p in population.plan(one_cpu)} == {Launch(1, cpu_threads=1)}
+    assert {p.launch for p in population_scaling.plan(one_cpu)} == {Launch(1, cpu_threads=1)}
 
 
 def test_only_population_points_have_members():
@@ -143,8 +143,8 @@ def test_only_population_points_have_members():
 
 
 def test_tasks_travel_as_json():
-    points = [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population.plan(CPU_FULL)]
-    for point in points + evaluation.plan(CPU_QUICK) + meta_training.plan(CPU_FULL):
+    points = [*anakin_scaling.plan(CPU_QUICK), *pipeline.plan(CPU_QUICK), *population_scaling.plan(CPU_FULL)]
+    for point in points + evaluation_cost.plan(CPU_QUICK) + meta_training.plan(CPU_FULL):
         assert task_from_json(task_to_json(point.task)) == point.task
 
 
@@ -156,7 +156,7 @@ def test_meta_training_scales_every_entrys_members_on_the_configs_two_devices_in
         overrides = point.task.overrides
         assert (overrides["num_devices"], overrides["meta.updates_per_dispatch"]) == (2, 2)
         assert overrides["meta.updates"] == meta_training.DISPATCHES * 2
-        config = configs.load_named(point.benchmark, overrides)  # As the measuring process loads it.
+        config = figure_configs.load_named(point.benchmark, overrides)  # As the measuring process loads it.
         assert [members for _, _, members in config.meta.environments] == [6 * multiple, 4 * multiple, 6 * multiple]
         assert config.meta.environments[0][:2] == ("lpg_tabular", {"variant": "dense"})
         assert config.meta.envs_per_member == 4  # Fixed: the members grow, not their environments.
@@ -183,27 +183,29 @@ def test_meta_training_uses_every_accelerator_with_members_each_device_count_div
     points = meta_training.plan(eight_gpus)  # 6, 4, 6 members: 4 times as many is the least 8 divides.
     assert [p.columns["members"] for p in points] == [64, 256, 1024, 4096]
     for point in points:
-        config = configs.load_named(point.benchmark, point.task.overrides)
+        config = figure_configs.load_named(point.benchmark, point.task.overrides)
         assert all(members % 8 == 0 for _, _, members in config.meta.environments)
 
 
 def test_muzero_scales_like_figure_4c_then_sweeps_the_simulations_learning_from_the_first_updates():
-    points = muzero.plan(CPU_FULL)
+    points = muzero_scaling.plan(CPU_FULL)
     assert [p.label() for p in points] == [
         "muzero sebulba_cartpole_muzero actor_devices=1 learner_devices=3",
         "muzero sebulba_cartpole_muzero actor_devices=2 learner_devices=2",
         "muzero sebulba_cartpole_muzero actor_devices=3 learner_devices=1",
         *[f"muzero sebulba_cartpole_muzero replicas={n}" for n in (1, 2, 4)],
-        *[f"muzero sebulba_cartpole_muzero simulations={n}" for n in muzero.SIMULATIONS],
+        *[f"muzero sebulba_cartpole_muzero simulations={n}" for n in muzero_scaling.SIMULATIONS],
     ]
     assert all(p.task.overrides["agent.min_replay_size"] == 1 for p in points)
     assert {p.launch for p in points if p.sweep == "simulations"} == {Launch(2, cpu_threads=0)}
-    quick = muzero.plan(CPU_QUICK)
-    assert [p.columns["simulations"] for p in quick if p.sweep == "simulations"] == list(muzero.QUICK_SIMULATIONS)
+    quick = muzero_scaling.plan(CPU_QUICK)
+    assert [p.columns["simulations"] for p in quick if p.sweep == "simulations"] == list(
+        muzero_scaling.QUICK_SIMULATIONS
+    )
 
 
 def test_evaluation_trains_catch_then_cartpole_evaluating_every_n_records_by_the_wall_clock():
-    points = evaluation.plan(CPU_FULL)
+    points = evaluation_cost.plan(CPU_FULL)
     assert [p.label() for p in points] == [
         *[f"evaluation anakin_catch eval_every_records={n}" for n in (0, 10, 1)],
         *[f"evaluation sebulba_cartpole_ppo eval_every_records={n}" for n in (0, 1)],
@@ -212,18 +214,18 @@ def test_evaluation_trains_catch_then_cartpole_evaluating_every_n_records_by_the
     catch, cartpole = points[:3], points[3:]
     record = 2 * 16 * 512  # A Catch dispatch (one record): 2 updates of 512 envs x 16 steps, on its 2 CPU devices.
     assert [p.task.overrides["evaluation.every_steps"] for p in catch] == [0, 10 * record, record]
-    assert {p.task.overrides["total_steps"] for p in catch} == {evaluation.DISPATCHES * record}
+    assert {p.task.overrides["total_steps"] for p in catch} == {evaluation_cost.DISPATCHES * record}
     assert {p.launch for p in catch} == {Launch(2, cpu_threads=1)}  # One process: the points interleaved.
     window = 40 * 2 * 16 * 16  # A CartPole log window: 40 updates of 2 threads x 16 envs x 16 steps.
     assert [p.task.overrides["log_every_updates"] for p in cartpole] == [40, 40]
     assert [p.task.overrides["evaluation.every_steps"] for p in cartpole] == [0, window]
     for point in points:  # As the measuring process loads it: the default 32 episodes, greedy.
-        config = configs.load_named(point.benchmark, point.task.overrides)
+        config = figure_configs.load_named(point.benchmark, point.task.overrides)
         assert (config.evaluation.episodes, config.evaluation.greedy) == (32, True)
 
 
 def test_quick_evaluation_runs_a_few_dispatches_and_windows():
-    points = evaluation.plan(CPU_QUICK)
+    points = evaluation_cost.plan(CPU_QUICK)
     assert {p.task.overrides["total_steps"] for p in points[:3]} == {anakin_scaling.QUICK_DISPATCHES * 2 * 16 * 512}
     assert {p.task.overrides["total_steps"] for p in points[3:]} == {(sebulba.WARMUP_UPDATES + 3) * 40 * 512}
     assert len(launch.by_launch(points)) == 1  # With XLA's default threads, Catch and CartPole share a process.

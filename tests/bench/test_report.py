@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from podracer.bench import anakin_scaling, evaluation, pipeline, population, report
+from podracer.bench import anakin_scaling, evaluation_cost, pipeline, population_scaling, report
 from podracer.bench.machine import Machine
 from podracer.bench.records import Row
 from tests.bench.rows import evaluation_row, meta_row, population_row, scaling_row
@@ -102,7 +102,7 @@ def test_the_markdown_table_has_a_header_a_separator_and_a_line_per_row():
 
 def test_a_populations_rate_per_member_is_its_total_over_the_members():
     row = population_row(8, 800_000.0)
-    spread = population.per_member(row)
+    spread = population_scaling.per_member(row)
     assert (spread.median, spread.min, spread.max) == pytest.approx((100_000.0, 90_000.0, 110_000.0))
 
 
@@ -149,9 +149,9 @@ def test_the_setting_of_a_point_says_what_distinguishes_it():
 
 def test_evaluation_rows_are_told_apart_and_compared_with_their_benchmark_without_evaluation(tmp_path):
     rows = [scaling_row(1, 900.0), evaluation_row(0, 1000.0), evaluation_row(10, 990.0), evaluation_row(1, 968.0)]
-    rows = evaluation.with_efficiency([dataclasses.replace(row, eval_share=0.03) for row in rows[:3]] + rows[3:])
+    rows = evaluation_cost.with_efficiency([dataclasses.replace(row, eval_share=0.03) for row in rows[:3]] + rows[3:])
     assert [row.efficiency for row in rows] == pytest.approx([None, 1.0, 0.99, 0.968])  # 4a's is not its figure's.
-    assert [evaluation.cost(row) for row in rows[2:]] == ["-1.0%", "-3.2%"]
+    assert [evaluation_cost.cost(row) for row in rows[2:]] == ["-1.0%", "-3.2%"]
     assert [report.setting(row) for row in rows[1:]] == [
         "2 devices, 512 envs, unroll 16, no evaluation",
         "2 devices, 512 envs, unroll 16, evaluation every 10 records",
@@ -166,4 +166,4 @@ def test_evaluation_rows_are_told_apart_and_compared_with_their_benchmark_withou
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
     shares = [[cell.strip() for cell in line.strip("|").split("|")][header.index("evaluating")] for line in table[3:]]
     assert shares == ["3.0%", "3.0%", ""]
-    assert evaluation.with_efficiency(rows[2:]) == rows[2:]  # Without the row to compare with, none.
+    assert evaluation_cost.with_efficiency(rows[2:]) == rows[2:]  # Without the row to compare with, none.

@@ -15,7 +15,7 @@ import pytest
 
 import podracer
 from podracer import cli
-from podracer.cli import common, train
+from podracer.cli import common, train_command
 from podracer.config.errors import ConfigFileError, UsageError
 from tests.helpers import HANG_SECONDS, ROOT, subprocess_env
 
@@ -164,11 +164,11 @@ def test_a_workdir_that_is_a_file_or_cannot_be_created_is_exit_2_naming_it_and_l
         stderr = capsys.readouterr().err
         assert stderr.startswith(f"podracer train: error: --workdir {workdir!r}") and stderr.count("\n") == 1
     assert os.listdir(tmp_path) == ["file"] and not os.path.exists("/proc/podracer-test")
-    train.check_workdir(str(tmp_path / "new" / "run"))  # Can be created: accepted, and nothing is left.
-    train.check_workdir(str(tmp_path))  # A folder: accepted.
+    train_command.check_workdir(str(tmp_path / "new" / "run"))  # Can be created: accepted, and nothing is left.
+    train_command.check_workdir(str(tmp_path))  # A folder: accepted.
     assert os.listdir(tmp_path) == ["file"]
     with pytest.raises(UsageError, match="is a file"):
-        train.check_workdir(str(tmp_path / "file"))
+        train_command.check_workdir(str(tmp_path / "file"))
 
 
 CONFIG_FILES = [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from podracer.config.errors import ConfigError
-from podracer.envs import multi_agent, registry
+from podracer.envs import env_registry, multi_agent
 from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
 from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import FIRST, LAST, MID
@@ -47,7 +47,7 @@ def reference_steps(num_envs: int, seed: int, actions: np.ndarray) -> list[list[
 def test_the_batch_steps_as_pettingzoos_own_environments_with_the_same_seeds_and_actions():
     num_envs, seed, steps = 3, 7, 10
     actions = np.random.default_rng(0).integers(0, 5, (steps, num_envs, 3)).astype(np.int32)
-    with registry.host_factory(f"pettingzoo:{SPREAD}")(num_envs, seed, max_cycles=LIMIT) as env:
+    with env_registry.host_factory(f"pettingzoo:{SPREAD}")(num_envs, seed, max_cycles=LIMIT) as env:
         timesteps = [env.reset()] + [env.step(action) for action in actions]
         agents = env.agents
     for index, own in enumerate(reference_steps(num_envs, seed, actions)):
@@ -112,10 +112,10 @@ def test_agents_that_differ_and_unknown_names_are_config_errors_on_env_name():
         pettingzoo_env.make("mpe2.simple_speaker_listener_v4", 1, 0)
     assert error.value.field == "env.name"
     with pytest.raises(ConfigError, match="did you mean pettingzoo:mpe2.simple_spread_v3") as error:
-        registry.check("pettingzoo:mpe2.simple_sprad_v3", host=True)
+        env_registry.check("pettingzoo:mpe2.simple_sprad_v3", host=True)
     assert error.value.field == "env.name"
     with pytest.raises(ConfigError, match="run under sebulba"):
-        registry.check(f"pettingzoo:{SPREAD}", host=False)
+        env_registry.check(f"pettingzoo:{SPREAD}", host=False)
     assert pettingzoo_env.is_task(LEAVERS) and not pettingzoo_env.is_task("no_such_module.anywhere")
     with pytest.raises(ValueError, match=r"shape \(2, 2\)"), pettingzoo_env.make(LEAVERS, 2, 0) as env:
         env.reset()

@@ -20,7 +20,7 @@ import podracer
 from podracer.sebulba import parameter_versions
 from tests.helpers import overrides_from_json, small_sebulba_cartpole
 
-train_module = importlib.import_module("podracer.sebulba.train")  # The module, not a function of that name.
+train_module = importlib.import_module("podracer.sebulba.sebulba_train")  # The module, not a function of that name.
 
 
 def checksum(params) -> float:

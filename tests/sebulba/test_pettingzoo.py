@@ -6,7 +6,7 @@ import pytest
 
 import podracer
 from podracer.config.errors import ConfigError
-from podracer.envs import registry
+from podracer.envs import env_registry
 from podracer.run.contract import recent_return
 from tests.helpers import load_config
 
@@ -33,7 +33,7 @@ def test_recurrent_mappo_trains_a_few_updates_on_pettingzoo_with_the_agents_mean
 
 def test_the_agents_are_counted_and_checked_before_anything_compiles():
     config = load_config("sebulba_mpe2_spread_ippo", SMALL)
-    assert registry.agent_layout(config) == 3  # What a recurrent IPPO's state is sized by.
+    assert env_registry.agent_layout(config) == 3  # What a recurrent IPPO's state is sized by.
     with config.unlocked():
         config.agent = podracer.defaults("ppo").agent
         config.agent.name = "ppo"

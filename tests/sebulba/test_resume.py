@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import podracer
-from podracer.sebulba import settings
+from podracer.sebulba import sebulba_settings
 from tests.helpers import small_sebulba_cartpole
 
 UPDATE_STEPS = 8 * 6 * 2  # small_sebulba_cartpole: unroll 8 x 6 environments x 2 actor threads.
@@ -71,7 +71,9 @@ def test_two_resumes_from_one_checkpoint_give_identical_parameters(tmp_path):
 def test_each_resume_seeds_its_environments_afresh():
     cfg = small_sebulba_cartpole()
     seeds = {
-        (thread, resumes): settings.env_seed(cfg, thread, 2, resumes) for thread in (0, 1) for resumes in (0, 1, 2)
+        (thread, resumes): sebulba_settings.env_seed(cfg, thread, 2, resumes)
+        for thread in (0, 1)
+        for resumes in (0, 1, 2)
     }
     # Each thread's 6 environments take seeds seed + i from its base: no two bases closer than 6.
     bases = sorted(seeds.values())

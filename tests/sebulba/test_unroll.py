@@ -16,7 +16,7 @@ import podracer
 from podracer import agents
 from podracer.config.errors import ConfigError
 from podracer.envs import LAST, HostEnvironment, make_envpool_env
-from podracer.sebulba import settings
+from podracer.sebulba import sebulba_settings
 from podracer.sebulba.phase_clock import PhaseClock
 from podracer.sebulba.telemetry import ACTOR_PHASES
 from podracer.sebulba.unroll import make_unroll
@@ -82,13 +82,13 @@ def test_auto_compiles_envpool_tasks_on_cpu_actors_and_steps_the_rest_from_pytho
     cartpole = make_envpool_env("CartPole-v1", 2, seed=0)
     halfcheetah = make_envpool_env("HalfCheetah-v4", 2, seed=0)  # 64-bit arrays.
     python_only = PythonOnly()
-    assert settings.env_stepping(_config("auto"), cartpole, [CPU]) == "compiled"
-    assert settings.env_stepping(_config("auto"), cartpole, [CPU, GPU]) == "host"  # Only tested on CPUs.
-    assert settings.env_stepping(_config("compiled"), cartpole, [GPU]) == "compiled"  # Asked for explicitly.
-    assert settings.env_stepping(_config("host"), cartpole, [CPU]) == "host"
+    assert sebulba_settings.env_stepping(_config("auto"), cartpole, [CPU]) == "compiled"
+    assert sebulba_settings.env_stepping(_config("auto"), cartpole, [CPU, GPU]) == "host"  # Only tested on CPUs.
+    assert sebulba_settings.env_stepping(_config("compiled"), cartpole, [GPU]) == "compiled"  # Asked for explicitly.
+    assert sebulba_settings.env_stepping(_config("host"), cartpole, [CPU]) == "host"
     for env in (halfcheetah, python_only):
-        assert settings.env_stepping(_config("auto"), env, [CPU]) == "host"
+        assert sebulba_settings.env_stepping(_config("auto"), env, [CPU]) == "host"
         with pytest.raises(ConfigError, match=r"config.env_stepping: 'compiled' cannot step .*env_stepping=host"):
-            settings.env_stepping(_config("compiled"), env, [CPU])
+            sebulba_settings.env_stepping(_config("compiled"), env, [CPU])
     cartpole.close()
     halfcheetah.close()

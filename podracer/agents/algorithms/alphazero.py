@@ -59,7 +59,7 @@ from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
-from podracer.envs.registry import split_suite, with_config_kwargs
+from podracer.envs.env_registry import split_suite, with_config_kwargs
 from podracer.envs.timestep import LAST
 from podracer.runtime.per_device import PerDevice
 

@@ -5,5 +5,5 @@
 al. 2018); `lpg_rule` is the Learned Policy Gradient rule (Oh et al. 2020),
 `rule_checkpoint` saves and loads a meta-trained rule, and `learned_rule`
 registers the agent that learns by it. Meta-training the rule runs in
-`podracer.anakin.meta_train`.
+`podracer.anakin.meta_program`.
 """

@@ -30,8 +30,7 @@ from podracer.agents.algorithms import ppo
 from podracer.agents.several_agents import per_agent, teams
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
-from podracer.envs import multi_agent
-from podracer.envs import registry as env_registry
+from podracer.envs import env_registry, multi_agent
 
 CRITICS = ("local", "centralised")
 OWN_FIELDS = ("share_parameters", "critic")  # The fields PPO itself does not read.

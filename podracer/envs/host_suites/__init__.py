@@ -7,5 +7,5 @@ Anakin), `envpool_tasks` names envpool's tasks; `gymnasium_env` steps any
 Gymnasium environment in worker processes (`gymnasium_pool`,
 `gymnasium_worker`), and `pettingzoo_env` a PettingZoo parallel environment's
 several agents. The pure-JAX suites' adapters are in `podracer.envs.suites`;
-`podracer.envs.registry.SUITES` names both.
+`podracer.envs.env_registry.SUITES` names both.
 """

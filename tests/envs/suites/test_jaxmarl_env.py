@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from podracer.config.errors import ConfigError
-from podracer.envs import multi_agent, registry
+from podracer.envs import env_registry, multi_agent
 from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
 from podracer.envs.timestep import FIRST, LAST, MID
 from tests.helpers import HANG_SECONDS
@@ -168,7 +168,7 @@ def test_smax_gives_a_dead_unit_discount_0_and_ends_when_a_team_is_dead():
 
 def test_an_unknown_task_names_the_field_with_the_close_ones():
     with pytest.raises(ConfigError, match="env.name") as error:
-        registry.check("jaxmarl:MPE_simple_sprad_v3", host=False)
+        env_registry.check("jaxmarl:MPE_simple_sprad_v3", host=False)
     assert "MPE_simple_spread_v3" in str(error.value)
 
 

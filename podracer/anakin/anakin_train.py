@@ -20,13 +20,13 @@ from ml_collections import ConfigDict
 
 from podracer import agents, envs
 from podracer.agents import Agent
-from podracer.anakin import settings
-from podracer.anakin.evaluation import make_evaluate
+from podracer.anakin import anakin_settings
+from podracer.anakin.anakin_evaluation import make_evaluate
 from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
 from podracer.config import population
 from podracer.envs.base import Environment
+from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.episodes import Completed
-from podracer.envs.registry import with_config_kwargs
 from podracer.run import budget, evaluation, finite
 from podracer.run.checkpoint_steps import restore_into, save_or_stop
 from podracer.run.checkpoints import Checkpointer
@@ -52,7 +52,7 @@ class AnakinRun:
     steps_per_update: int  # Environment steps per update (per member), over every device.
     state: AnakinState
     dispatch: Callable  # The compiled program: (state, hyperparameters, updates) -> (state, outputs).
-    evaluate: Callable | None  # The compiled evaluation (`podracer.anakin.evaluation`); None without evaluation.
+    evaluate: Callable | None  # The compiled evaluation (`podracer.anakin.anakin_evaluation`); None without evaluation.
     compile_seconds: float
     update: int = 0  # Updates done: a resumed checkpoint's, then each dispatch's.
 
@@ -100,7 +100,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     env = env or with_config_kwargs(config, envs.make, config.env.name)
     agents.registry.check_environment(config, env)  # Before anything compiles.
     training_env = envs.wrap_for_training(env)
-    num_updates = settings.num_updates(config)
+    num_updates = anakin_settings.num_updates(config)
     make_agent = functools.partial(agents.make, num_updates=num_updates)
     agent = agent or make_agent(config)
     evaluation.check_agent(config, agent)  # Before anything compiles.
@@ -113,7 +113,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
         lambda varied: make_init(training_env, agent_for, config.num_envs, mesh, key, varied), hyperparameters
     )
     abstract_state = init.eval_shape(key, hyperparameters)  # Its shapes do not depend on which fields vary.
-    updates_per_dispatch = settings.updates_per_dispatch(config)
+    updates_per_dispatch = anakin_settings.updates_per_dispatch(config)
 
     def compile_dispatch(varied: dict) -> Callable:  # Errors of agent and environment come here.
         program = make_dispatch(
@@ -133,7 +133,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     if evaluation.enabled(config):
         evaluate = make_evaluate(env, agent_for, config, mesh, abstract_state, hyperparameters, members)
     state = init(key, hyperparameters)
-    if (note := settings.rounding_note(config)) and is_chief():
+    if (note := anakin_settings.rounding_note(config)) and is_chief():
         print(note, file=sys.stderr)
     return AnakinRun(
         config=config,
@@ -143,7 +143,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
         hyperparameters=hyperparameters,
         num_updates=num_updates,
         updates_per_dispatch=updates_per_dispatch,
-        steps_per_update=settings.steps_per_update(config),
+        steps_per_update=anakin_settings.steps_per_update(config),
         state=state,
         dispatch=dispatch,
         evaluate=evaluate,
@@ -196,7 +196,7 @@ def save_and_stop(
     due = checkpointer.due(run.update) or run.update >= run.num_updates
     dispatch_seconds = save_or_stop(checkpointer, run.update, run.state, record, stop_requests, due, dispatch_seconds)
     limit = run.config.max_dispatch_seconds
-    shorter = settings.shorter_dispatch(run.updates_per_dispatch, dispatch_seconds, limit)
+    shorter = anakin_settings.shorter_dispatch(run.updates_per_dispatch, dispatch_seconds, limit)
     if shorter != run.updates_per_dispatch and is_chief():
         print(
             f"podracer: a dispatch of {run.updates_per_dispatch} updates took {dispatch_seconds:.1f} s, longer than "

@@ -13,8 +13,8 @@ figures; with --quick, 1 and 8 members for 3 dispatches.
 
 from ml_collections import ConfigDict
 
-from podracer.anakin import settings
-from podracer.bench import anakin_scaling, configs
+from podracer.anakin import anakin_settings
+from podracer.bench import anakin_scaling, figure_configs
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread
 
@@ -27,12 +27,12 @@ DISPATCHES = 6  # The first is dropped: the median of 5. A dispatch of 64 member
 
 def plan(setup: Setup) -> list[Point]:
     """Catch as a population of each of `MEMBERS` (`quick`: `QUICK_MEMBERS`), on the same devices, in one process."""
-    config = configs.load_named(BENCHMARK)
-    updates_per_dispatch = settings.updates_per_dispatch(config)
+    config = figure_configs.load_named(BENCHMARK)
+    updates_per_dispatch = anakin_settings.updates_per_dispatch(config)
     base = {
         "num_devices": devices(setup, config),
         "updates_per_dispatch": updates_per_dispatch,
-        "total_steps": DISPATCHES * updates_per_dispatch * settings.steps_per_update(config),
+        "total_steps": DISPATCHES * updates_per_dispatch * anakin_settings.steps_per_update(config),
     }
     return [
         anakin_scaling.point(setup, FIGURE, "members", BENCHMARK, BENCHMARK, {**base, "population.seed": seeds(m)})

@@ -10,7 +10,7 @@ writes the meta-network to WORKDIR/rule at every checkpoint.
 import argparse
 
 from podracer.cli.common import Commands, add_command, add_overrides
-from podracer.cli.train import load_and_run
+from podracer.cli.train_command import load_and_run
 
 
 def register(commands: Commands) -> None:

@@ -23,8 +23,8 @@ default figures; with --quick, 3 dispatches (only the last evaluates every
 import dataclasses
 from collections.abc import Sequence
 
-from podracer.anakin import settings
-from podracer.bench import anakin_scaling, configs, population, sebulba
+from podracer.anakin import anakin_settings
+from podracer.bench import anakin_scaling, figure_configs, population_scaling, sebulba
 from podracer.bench.records import Point, Row, Setup
 
 FIGURE = "evaluation"
@@ -45,11 +45,11 @@ def plan(setup: Setup) -> list[Point]:
 
 def anakin_points(setup: Setup) -> list[Point]:
     """Catch on its devices for `DISPATCHES` dispatches (`quick`: 3) without evaluation and every N records."""
-    config = configs.load_named(ANAKIN)
-    updates_per_dispatch = settings.updates_per_dispatch(config)
-    steps_per_record = updates_per_dispatch * settings.steps_per_update(config)
+    config = figure_configs.load_named(ANAKIN)
+    updates_per_dispatch = anakin_settings.updates_per_dispatch(config)
+    steps_per_record = updates_per_dispatch * anakin_settings.steps_per_update(config)
     base = {
-        "num_devices": population.devices(setup, config),
+        "num_devices": population_scaling.devices(setup, config),
         "updates_per_dispatch": updates_per_dispatch,
         "total_steps": DISPATCHES * steps_per_record,
     }
@@ -66,7 +66,7 @@ def sebulba_points(setup: Setup) -> list[Point]:
     """CartPole PPO on one actor and one learner device, without evaluation and at every log window."""
     devices = sebulba.one_actor_one_learner(setup)
     base = sebulba.split(1, devices)
-    config = configs.load_named(SEBULBA, base)
+    config = figure_configs.load_named(SEBULBA, base)
     steps_per_record = sebulba.updates_per_window(config) * sebulba.steps_per_update(config)
     return [
         counting_evaluation(

@@ -57,7 +57,7 @@ def train(args: argparse.Namespace) -> int:
     def failures() -> tuple:
         from podracer.run.disk_full import DiskFull
         from podracer.run.finite import NonFiniteError
-        from podracer.sebulba.train import ThreadFailed
+        from podracer.sebulba.sebulba_train import ThreadFailed
 
         return ThreadFailed, NonFiniteError, DiskFull
 
