@@ -18,20 +18,20 @@ if TYPE_CHECKING:
     from podracer import agents, anakin, envs, plot, sebulba
     from podracer.agents import Agent, Trajectory
     from podracer.config.errors import ConfigError
+    from podracer.devices import collectives
     from podracer.experiment.schema import defaults, load_config
     from podracer.experiment.schema import validate as validate_config
     from podracer.experiment.train import train
     from podracer.run.contract import Callback, LogEvent, TrainResult, recent_return
     from podracer.run.progress import ProgressBar
-    from podracer.runtime import collectives
 
-# Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.runtime.host_memory`).
+# Imported when first used, so that `import podracer.cli` starts without JAX (see `podracer.devices.host_memory`).
 _EXPORTS = {
     "agents": ("podracer.agents", None),
     "anakin": ("podracer.anakin", None),
     "sebulba": ("podracer.sebulba", None),
     "plot": ("podracer.plot", None),
-    "collectives": ("podracer.runtime.collectives", None),
+    "collectives": ("podracer.devices.collectives", None),
     "envs": ("podracer.envs", None),
     "Agent": ("podracer.agents", "Agent"),
     "Trajectory": ("podracer.agents", "Trajectory"),

@@ -22,9 +22,9 @@ from podracer import agents, envs
 from podracer import load_config as load
 from podracer.anakin import anakin_settings
 from podracer.anakin.program import make_dispatch, make_init
-from podracer.runtime.device_split import anakin_devices
-from podracer.runtime.topology import device_mesh
-from podracer.runtime.xla_cpu import set_cpu_threads
+from podracer.devices.device_split import anakin_devices
+from podracer.devices.topology import device_mesh
+from podracer.devices.xla_cpu import set_cpu_threads
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 BENCHMARKS = {"catch_actor_critic": "anakin_catch.py", "cartpole_ppo": "anakin_cartpole_ppo.py"}

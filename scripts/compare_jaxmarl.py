@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
-from podracer.runtime.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
+from podracer.devices.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_mpe_spread_ippo.py")
 SCRIPT = os.path.join("baselines", "IPPO", "ippo_ff_mpe.py")

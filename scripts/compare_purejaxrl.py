@@ -226,7 +226,7 @@ def plan(args: argparse.Namespace) -> tuple[ConfigDict, dict, int]:
 
 def runners(args: argparse.Namespace, config: ConfigDict, settings: dict, steps: int, sides=SIDES) -> dict:
     """`{side: run(seed) -> (steps/s, final return)}`, PureJaxRL's compiled; JAX starts here."""
-    from podracer.runtime.xla_cpu import set_cpu_threads
+    from podracer.devices.xla_cpu import set_cpu_threads
 
     set_cpu_threads(config.cpu_threads)  # Before JAX starts, for both programs.
     run = {}

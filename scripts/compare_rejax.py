@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers be
 import purejaxrl_runs  # noqa: E402
 from compare_purejaxrl import fresh_pairs  # noqa: E402
 
-from podracer.runtime.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
+from podracer.devices.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_pendulum_sac.py")
 # rejax's configs/gymnax/pendulum.yaml, `sac` (v0.1.3), observation normalisation off (see above).

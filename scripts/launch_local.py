@@ -2,10 +2,10 @@
 
 Every process runs the same `podracer train ...` command with
 `--config.replicas=N`; they find each other through a loopback coordinator
-(`PODRACER_COORDINATOR_ADDRESS`, see `podracer/runtime/distributed.py`) and use gloo
+(`PODRACER_COORDINATOR_ADDRESS`, see `podracer/devices/distributed.py`) and use gloo
 for CPU collectives. Output lines are prefixed with the process index. If any
 process fails, the others are stopped and the launcher exits with its status.
-The pod itself is `podracer.runtime.local_pod`; this is its command line. Usage:
+The pod itself is `podracer.devices.local_pod`; this is its command line. Usage:
 
     python scripts/launch_local.py --processes 2 --devices-per-process 2 -- \\
         --config configs/anakin_catch.py --workdir runs/local_pod
@@ -14,7 +14,7 @@ The pod itself is `podracer.runtime.local_pod`; this is its command line. Usage:
 import argparse
 import sys
 
-from podracer.runtime import local_pod
+from podracer.devices import local_pod
 
 
 def main(argv=None) -> int:

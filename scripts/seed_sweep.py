@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 
-from podracer.runtime.xla_cpu import child_environment
+from podracer.devices.xla_cpu import child_environment
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 CARTPOLE_CONFIGS = (

@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 from podracer.config import loading
-from podracer.runtime import local_pod
-from podracer.runtime.xla_cpu import child_environment
+from podracer.devices import local_pod
+from podracer.devices.xla_cpu import child_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -238,7 +238,7 @@ def start_cli(*args: str, num_devices: int = 1, env: Mapping[str, str | None] | 
 def start_pod(
     name: str, processes: int, devices_per_process: int, args=(), env: Mapping[str, str] | None = None
 ) -> list[subprocess.Popen]:
-    """`start`s `tests.programs.NAME` in `processes` local processes joined as one JAX job (see `podracer.runtime.local_pod`).
+    """`start`s `tests.programs.NAME` in `processes` local processes joined as one JAX job (`devices.local_pod`).
 
     `env` adds environment variables to every process's.
     """

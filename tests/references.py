@@ -20,8 +20,8 @@ import numpy as np
 
 from podracer.agents.algorithms import ppo
 from podracer.agents.trajectory import Trajectory
+from podracer.devices.topology import REPLICATED, SHARDED, device_mesh
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
-from podracer.runtime.topology import REPLICATED, SHARDED, device_mesh
 
 T, B, OBS, A = 5, 3, 4, 3
 

@@ -22,7 +22,7 @@ MAX_FUNCTION_LINES = 60  # From `def` to its last line, the docstring included.
 # Bottom to top. A name is a subpackage, or a module at the package root; "podracer" is the root's __init__.
 LAYERS = (
     ("config",),
-    ("runtime",),
+    ("devices",),
     ("envs",),
     ("agents",),
     ("run",),

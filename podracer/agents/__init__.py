@@ -9,7 +9,7 @@ returns, losses, the optimiser, replay), several agents (`several_agents`)
 and meta-learning (`meta`).
 
 Every module of this package and its folders is imported with it, so an
-agent module registers itself just by being here. Imports `config`, `runtime`
+agent module registers itself just by being here. Imports `config`, `devices`
 and `envs`, never the architectures that call it.
 """
 

@@ -53,7 +53,7 @@ class Agent:
     - `learn`: one update from a trajectory (`Trajectory`, leaves `[T + 1, B,
       ...]` / `[T, B, ...]`, and the recurrent state at the unroll's start,
       `[1, B, ...]`). `axis_name` names the device axis to average
-      gradients over (`podracer.runtime.collectives`), or is `None` on one device, so
+      gradients over (`podracer.devices.collectives`), or is `None` on one device, so
       `jax.jit(agent.learn)` works with no mesh. `metrics` is a dict of
       scalars, the same on every device.
     - `acting_params`: what `act` needs, taken from the learner state (the

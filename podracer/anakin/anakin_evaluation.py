@@ -20,12 +20,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
 from podracer.anakin.program import AgentFor, AnakinState, over_members, state_specs
+from podracer.devices import per_device
+from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 from podracer.envs.base import Environment
 from podracer.envs.jax_on_host import evaluation_keys
 from podracer.envs.wrappers import wrap_for_evaluation
 from podracer.run import evaluation
-from podracer.runtime import per_device
-from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 
 
 def play_episodes(

@@ -1,6 +1,6 @@
 """Anakin's config fields: their defaults and static checks, the updates they make and how many go in a dispatch.
 
-Which devices a config uses is `podracer.runtime.device_split`'s.
+Which devices a config uses is `podracer.devices.device_split`'s.
 """
 
 from ml_collections import ConfigDict

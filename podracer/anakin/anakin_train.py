@@ -24,6 +24,9 @@ from podracer.anakin import anakin_settings
 from podracer.anakin.anakin_evaluation import make_evaluate
 from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
 from podracer.config import population
+from podracer.devices.device_split import anakin_devices
+from podracer.devices.distributed import is_chief
+from podracer.devices.topology import device_mesh
 from podracer.envs.base import Environment
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.episodes import Completed
@@ -33,9 +36,6 @@ from podracer.run.checkpoints import Checkpointer
 from podracer.run.contract import Callback, RunLog, TrainResult, episode_summary
 from podracer.run.metrics_writer import MEMBERS
 from podracer.run.stopping import stop_signals
-from podracer.runtime.device_split import anakin_devices
-from podracer.runtime.distributed import is_chief
-from podracer.runtime.topology import device_mesh
 
 
 @dataclasses.dataclass

@@ -57,12 +57,12 @@ from podracer.anakin.program import (
     over_members,
     repeat_into_slots,
 )
+from podracer.devices import collectives
+from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 from podracer.envs import wrap_for_training
 from podracer.envs.base import Environment
 from podracer.envs.lpg.lifetimes import LifetimeEnvironment
 from podracer.envs.wrappers import Wrapper, select_tree
-from podracer.runtime import collectives
-from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 
 
 @dataclasses.dataclass(frozen=True)

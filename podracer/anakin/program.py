@@ -9,7 +9,7 @@ reads metrics. The learner
 state is replicated; environment states and actor keys are sharded along the
 batch. Parts of the learner state an agent marks `PerDevice` (a replay
 buffer) are each device's own, stacked along a leading device axis
-(`podracer.runtime.per_device`). Every random draw belongs to one environment (its
+(`podracer.devices.per_device`). Every random draw belongs to one environment (its
 own key), so the data do not depend on how the batch is split over devices.
 
 A population (`podracer.config.population`) vmaps that per-device program over its
@@ -29,13 +29,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from podracer.agents import Agent, Trajectory
 from podracer.agents.trajectory import with_time_axis
+from podracer.devices import collectives, per_device
+from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
 from podracer.envs.wrappers import split_keys
 from podracer.run import finite
-from podracer.runtime import collectives, per_device
-from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 
 
 @struct.dataclass

@@ -2,7 +2,7 @@
 
 JAX fixes its devices when it starts, so each device setup gets a process of
 its own (`python -m podracer.bench.worker`), started with its forced CPU
-devices, or as a local pod of processes (`podracer.runtime.local_pod`) for replicas.
+devices, or as a local pod of processes (`podracer.devices.local_pod`) for replicas.
 Points that share a setup share the process, in the order they were planned.
 The processes' output goes straight to this one's, so a failure shows its
 traceback; the results come back through a file.
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from podracer.bench.records import Launch, Point, task_to_json
 from podracer.config.errors import count
-from podracer.runtime import local_pod
+from podracer.devices import local_pod
 
 WORKER = [sys.executable, "-m", "podracer.bench.worker"]
 INTERRUPTED = 130

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from podracer.runtime import host_memory
+from podracer.devices import host_memory
 
 PROBE_TIMEOUT_SECONDS = 120
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -6,7 +6,7 @@
   every way (with 4: 1+3, 2+2, 3+1), each point's environments per thread
   rounded up to a multiple of its learners (1+3 runs 33 where the others run
   32), since each rollout is split evenly over the learner devices.
-- 4c, `replicas`: 1, 2, 4 processes of a local pod (`podracer.runtime.local_pod`),
+- 4c, `replicas`: 1, 2, 4 processes of a local pod (`podracer.devices.local_pod`),
   each with one actor and one learner forced CPU device; the rate is the
   whole job's.
 

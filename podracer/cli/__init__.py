@@ -30,7 +30,7 @@ from podracer.cli import (
     train_command,
 )
 from podracer.cli.common import EXIT_USAGE, CommandLineError, Parser, report, split_overrides
-from podracer.runtime import host_memory
+from podracer.devices import host_memory
 
 COMMANDS = (  # Each has `register(commands)`.
     train_command,

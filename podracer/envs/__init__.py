@@ -4,7 +4,7 @@ A pure-JAX `Environment` has functional `reset` and `step` with dm_env's
 timestep fields; a `HostEnvironment` steps a batch on the host (envpool,
 Gymnasium, PettingZoo: `podracer.envs.host_suites`). `SUITE:TASK` names reach
 existing suites through adapters (`podracer.envs.suites` for the pure-JAX
-ones), imported only when named. Imports only `podracer.config` and `podracer.runtime`.
+ones), imported only when named. Imports only `podracer.config` and `podracer.devices`.
 """
 
 from podracer.envs import episodes

@@ -123,7 +123,7 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
     look the task up; builds nothing. With `import_suite=False` (static
     validation) a suite's task is not looked up, only its prefix, architecture
     and installation: importing gymnax starts JAX's backends, which must wait
-    until the job has started (`podracer.runtime.distributed.start`); `make` and
+    until the job has started (`podracer.devices.distributed.start`); `make` and
     `host_factory` look the task up.
     """
     architecture = "sebulba" if host else "anakin"

@@ -18,6 +18,9 @@ from ml_collections import ConfigDict
 
 from podracer.agents.meta import rule_checkpoint
 from podracer.anakin import meta_program as program
+from podracer.devices import distributed
+from podracer.devices.device_split import anakin_devices
+from podracer.devices.topology import device_mesh
 from podracer.envs.episodes import Completed
 from podracer.experiment import meta_train as meta_config
 from podracer.run import budget, workdir_lock
@@ -25,9 +28,6 @@ from podracer.run.checkpoint_steps import restore_into, save_or_stop
 from podracer.run.checkpoints import Checkpointer
 from podracer.run.contract import Callback, RunLog, episode_summary
 from podracer.run.stopping import stop_signals
-from podracer.runtime import distributed
-from podracer.runtime.device_split import anakin_devices
-from podracer.runtime.topology import device_mesh
 
 
 @dataclasses.dataclass

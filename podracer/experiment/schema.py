@@ -39,14 +39,14 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.architecture = architecture
     config.seed = 0
     config.replicas = (
-        1  # Processes (hosts) in the job; the one value that scales out (see podracer.runtime.distributed).
+        1  # Processes (hosts) in the job; the one value that scales out (see podracer.devices.distributed).
     )
     config.total_steps = 1_000_000  # Environment steps over the whole run (every device, every actor).
-    # XLA:CPU threads (see podracer.runtime.xla_cpu): one suits Anakin's small networks, 0 (one per core) Sebulba's
+    # XLA:CPU threads (see podracer.devices.xla_cpu): one suits Anakin's small networks, 0 (one per core) Sebulba's
     # actor and learner devices sharing the CPU.
     config.cpu_threads = 1 if architecture == "anakin" else 0
     config.cpu_devices = (
-        1  # XLA:CPU devices to split the CPU into (podracer.runtime.xla_cpu); no effect on an accelerator.
+        1  # XLA:CPU devices to split the CPU into (podracer.devices.xla_cpu); no effect on an accelerator.
     )
     config.checkpoint = ConfigDict(  # With a workdir, checkpoints go to WORKDIR/checkpoints (podracer.run.checkpoints).
         {

@@ -18,10 +18,10 @@ from ml_collections import ConfigDict
 
 from podracer.agents import Agent
 from podracer.anakin.anakin_train import train as train_anakin
+from podracer.devices import distributed
 from podracer.experiment import schema
 from podracer.run import wandb_logger, workdir_lock
 from podracer.run.contract import Callback, TrainResult
-from podracer.runtime import distributed
 from podracer.sebulba.sebulba_train import train as train_sebulba
 
 _TRAIN = {"anakin": train_anakin, "sebulba": train_sebulba}

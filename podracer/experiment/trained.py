@@ -25,10 +25,10 @@ from podracer.agents import Agent
 from podracer.anakin import anakin_settings
 from podracer.config import population
 from podracer.config.errors import ConfigError
+from podracer.devices.device_split import sebulba_device_ids
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.experiment import schema
 from podracer.run.checkpoints import FOLDER
-from podracer.runtime.device_split import sebulba_device_ids
 from podracer.sebulba import sebulba_settings
 
 

@@ -7,5 +7,5 @@ gives a run its workdir (`workdir_lock`), a full disk said plainly
 (`orbax_reports`), clean stops on signals (`stopping`), the non-finite guard
 (`finite`), the progress bar (`progress`), Weights & Biases (`wandb_logger`),
 periodic evaluation (`evaluation`) and files written whole (`whole_files`).
-Imports `config`, `runtime`, `envs` and `agents`, never an architecture.
+Imports `config`, `devices`, `envs` and `agents`, never an architecture.
 """

@@ -21,10 +21,10 @@ from tensorboardX.proto.event_pb2 import Event, SessionLog
 from tensorboardX.proto.summary_pb2 import Summary
 from tensorboardX.summary import scalar
 
+from podracer.devices.distributed import is_chief
 from podracer.run import disk_full
 from podracer.run.checkpoints import FOLDER, newest_saved
 from podracer.run.whole_files import write_text
-from podracer.runtime.distributed import is_chief
 
 MEMBERS = "members"  # The field of a population's record that holds its members' records.
 FLUSH_SECONDS = 120.0  # How long TensorBoard's events may wait in memory (tensorboardX's default).

@@ -4,8 +4,8 @@ import math
 
 import tqdm
 
+from podracer.devices.distributed import is_chief
 from podracer.run.contract import LogEvent
-from podracer.runtime.distributed import is_chief
 
 
 class ProgressBar:

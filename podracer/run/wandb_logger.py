@@ -30,11 +30,11 @@ from ml_collections import ConfigDict
 
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.devices.distributed import is_chief
 from podracer.run.contract import LogEvent
 from podracer.run.metrics_writer import scalars
 from podracer.run.stopping import StoppedBySignal
 from podracer.run.whole_files import write_text
-from podracer.runtime.distributed import is_chief
 
 # "" leaves the choice to wandb (the WANDB_MODE environment variable, else online); "disabled" turns the logger off.
 MODES = ("", "online", "offline", "disabled")

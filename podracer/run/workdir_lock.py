@@ -37,7 +37,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from podracer.config.errors import ConfigError
-from podracer.runtime.distributed import is_chief
+from podracer.devices.distributed import is_chief
 
 LOCK_FILE = ".podracer.lock"
 READ_ATTEMPTS = 20  # A holder writes its JSON right after taking the lock: reads wait for it this many times ...

@@ -3,5 +3,5 @@
 `podracer.train` runs it for a config whose `architecture` is `"sebulba"`;
 `train` builds, runs and shuts down a run, `actor` and `learner` are its
 threads, `settings` its config fields. Imports the layers below it (`config`,
-`runtime`, `envs`, `agents`, `run`), never Anakin.
+`devices`, `envs`, `agents`, `run`), never Anakin.
 """

@@ -21,15 +21,15 @@ from ml_collections import ConfigDict
 
 from podracer import agents, envs
 from podracer.agents import Agent, Trajectory
+from podracer.devices import per_device
+from podracer.devices.device_split import sebulba_device_ids
+from podracer.devices.distributed import is_chief
+from podracer.devices.topology import REPLICATED, device_mesh, devices_by_id
 from podracer.envs import multi_agent
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.host import HostEnvFactory, HostEnvironment
 from podracer.envs.timestep import TimeStep
 from podracer.run import evaluation
-from podracer.runtime import per_device
-from podracer.runtime.device_split import sebulba_device_ids
-from podracer.runtime.distributed import is_chief
-from podracer.runtime.topology import REPLICATED, device_mesh, devices_by_id
 from podracer.sebulba import sebulba_settings
 from podracer.sebulba.learner import TRAJECTORY_SPEC, make_learner_update
 from podracer.sebulba.lifecycle import RunControl

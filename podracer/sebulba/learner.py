@@ -20,10 +20,10 @@ from flax import struct
 from jax.sharding import Mesh, PartitionSpec
 
 from podracer.agents import Agent
+from podracer.devices import per_device
+from podracer.devices.topology import DEVICE_AXIS, REPLICATED, per_device_program
 from podracer.run import finite
 from podracer.run.checkpoint_steps import agree
-from podracer.runtime import per_device
-from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, per_device_program
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.phase_clock import PhaseClock

@@ -1,7 +1,7 @@
 """Sebulba's config fields: their defaults and static checks, the updates they make, environment seeds and stepping.
 
 How a config splits the devices into actor and learner devices is
-`podracer.runtime.device_split`'s.
+`podracer.devices.device_split`'s.
 """
 
 import jax

@@ -10,8 +10,8 @@ import pytest
 import podracer
 from podracer import agents, envs
 from podracer.agents.trajectory import with_time_axis
+from podracer.devices.topology import DEVICE_AXIS, REPLICATED, device_mesh
 from podracer.envs.actions import action_mask
-from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, device_mesh
 
 T, B = 8, 6
 CONTINUOUS = ("sac", "td3")  # Off-policy agents for continuous actions: tested on Pendulum.

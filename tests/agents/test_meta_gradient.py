@@ -17,8 +17,8 @@ from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.meta import meta_gradient
 from podracer.agents.models import policy
 from podracer.agents.trajectory import transitions
+from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh, per_device_program
 from podracer.envs.timestep import FIRST
-from podracer.runtime.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh, per_device_program
 from tests.references import T, make_params, make_trajectory, unroll_fn
 
 META = {"gamma": 0.9, "td_lambda": 0.8, "entropy_cost": 0.05}  # The meta-parameters eta.

@@ -12,7 +12,7 @@ from podracer import agents
 from podracer.agents.algorithms.network_agent import normalize
 from podracer.agents.models import normalization
 from podracer.agents.models.networks import NetworkParams
-from podracer.runtime.topology import DEVICE_AXIS, SHARDED, device_mesh
+from podracer.devices.topology import DEVICE_AXIS, SHARDED, device_mesh
 from tests.references import make_trajectory
 
 RNG = np.random.default_rng(0)

@@ -10,7 +10,7 @@ import pytest
 
 from podracer.agents.algorithms import ppo
 from podracer.agents.learning.optimizer import LearnerState
-from podracer.runtime.topology import DEVICE_AXIS
+from podracer.devices.topology import DEVICE_AXIS
 from tests.references import (
     OBS,
     A,

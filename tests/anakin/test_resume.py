@@ -167,7 +167,7 @@ POD = {**OVERRIDES, "total_steps": 32 * 16 * 4 * 4}
 
 
 def run_pod(*workdirs, pause_and_hold: tuple[str, ...] = ()) -> list[subprocess.Popen]:
-    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (see tests/runtime/test_distributed.py),
+    """`run` as a pod: 2 processes x 2 forced CPU devices joined by jax.distributed (tests/devices/test_distributed.py),
     training into `workdirs` in turn.
 
     `pause_and_hold`: train_in_pod's PAUSE_SECONDS and HOLD_FROM, if given.
@@ -204,7 +204,7 @@ def test_a_pod_killed_and_relaunched_equals_an_uninterrupted_one(tmp_path):
     relaunched = results(run_pod(killed, whole))
     resumed, uninterrupted = ([lines[i] for lines, _ in relaunched] for i in (0, 1))
     # The uninterrupted pod: Anakin replicated over 2 processes x 2 devices, the same parameters in each process,
-    # and one record per log step for the whole job, from process 0 (tests/runtime/test_distributed.py: Sebulba's).
+    # and one record per log step for the whole job, from process 0 (tests/devices/test_distributed.py: Sebulba's).
     assert sorted(result["process"] for result in uninterrupted) == [0, 1]
     assert all(result["devices"] == 4 and result["steps"] == POD["total_steps"] for result in uninterrupted)
     assert uninterrupted[0]["digest"] == uninterrupted[1]["digest"]

@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from podracer.bench import charts, report
-from podracer.runtime import host_memory
+from podracer.devices import host_memory
 from tests.helpers import HANG_SECONDS, run_as_user
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -24,8 +24,8 @@ from flax import struct
 from ml_collections import ConfigDict
 
 import podracer
+from podracer.devices import collectives
 from podracer.envs import LAST, restart, transition
-from podracer.runtime import collectives
 from tests.helpers import ROOT, run_cli
 
 # ---------------------------------------------------------------------------------------------

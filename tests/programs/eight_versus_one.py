@@ -19,7 +19,7 @@ import numpy as np
 
 from podracer import agents, envs
 from podracer.anakin.program import make_dispatch, make_init
-from podracer.runtime.topology import device_mesh
+from podracer.devices.topology import device_mesh
 from tests.helpers import load_config, replicas_identical
 
 

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from podracer.runtime import host_memory
+from podracer.devices import host_memory
 
 with open(os.environ["RESTART_COUNT_FILE"], "a") as starts:
     starts.write("started\n")

@@ -13,7 +13,7 @@ import warnings
 
 import jax
 
-from podracer.runtime.xla_cpu import set_cpu_devices, set_cpu_threads
+from podracer.devices.xla_cpu import set_cpu_devices, set_cpu_threads
 
 if __name__ == "__main__":
     warnings.simplefilter("error")

@@ -20,8 +20,8 @@ from jax.sharding import NamedSharding
 
 import podracer
 from podracer import agents
+from podracer.devices.topology import device_mesh
 from podracer.envs import make_envpool_env
-from podracer.runtime.topology import device_mesh
 from podracer.sebulba.actor import make_send, policy_version, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC
 from podracer.sebulba.lifecycle import RunControl

@@ -58,10 +58,10 @@ from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
 from podracer.envs.env_registry import split_suite, with_config_kwargs
 from podracer.envs.timestep import LAST
-from podracer.runtime.per_device import PerDevice
 
 
 def defaults() -> ConfigDict:

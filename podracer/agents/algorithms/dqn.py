@@ -64,10 +64,10 @@ from podracer.agents.models import networks
 from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
+from podracer.devices import collectives
+from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import action_mask
 from podracer.envs.timestep import FIRST, TimeStep
-from podracer.runtime import collectives
-from podracer.runtime.per_device import PerDevice
 
 EPSILON_DEFAULTS = {
     "epsilon_start": 1.0,

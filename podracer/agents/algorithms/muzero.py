@@ -58,9 +58,9 @@ from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.devices import collectives
+from podracer.devices.per_device import PerDevice
 from podracer.envs.timestep import LAST
-from podracer.runtime import collectives
-from podracer.runtime.per_device import PerDevice
 
 VALUE_BOOTSTRAPS = ("search", "model")
 

@@ -33,8 +33,8 @@ from podracer.agents.models import networks, normalization, policy
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.devices import collectives
 from podracer.envs.timestep import FIRST, TimeStep
-from podracer.runtime import collectives
 
 NORMALIZATION_DEFAULTS = {
     "normalize_observations": False,  # Running mean/variance per feature, shared by every replica.

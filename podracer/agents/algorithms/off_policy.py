@@ -46,8 +46,8 @@ from podracer.agents.models import continuous_networks as cn
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
-from podracer.runtime import collectives
-from podracer.runtime.per_device import PerDevice
+from podracer.devices import collectives
+from podracer.devices.per_device import PerDevice
 
 
 def defaults(**own: Any) -> ConfigDict:

@@ -32,8 +32,8 @@ from podracer.agents.models import networks, policy
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.devices import collectives
 from podracer.envs.timestep import FIRST
-from podracer.runtime import collectives
 
 
 def defaults() -> ConfigDict:

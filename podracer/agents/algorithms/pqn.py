@@ -50,7 +50,7 @@ from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
-from podracer.runtime import collectives
+from podracer.devices import collectives
 
 
 def defaults() -> ConfigDict:

@@ -2,7 +2,7 @@
 
 `sgd_step` is written per device, with the device axis as an argument: each
 device differentiates the loss on its shard of the batch, gradients and
-metrics are averaged over `axis_name` (`podracer.runtime.collectives.mean`), and every
+metrics are averaged over `axis_name` (`podracer.devices.collectives.mean`), and every
 device applies the same optax update, so parameters stay identical. With
 `axis_name=None` it is a plain gradient step on one device.
 
@@ -23,7 +23,7 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.runtime import collectives
+from podracer.devices import collectives
 
 LossFn = Callable[[Any, Any], tuple[chex.Array, dict]]  # (params, batch) -> (loss, metrics).
 

@@ -15,7 +15,7 @@ Items may also keep what acting returned beside the action (`extras`): a
 search agent learns from its stored search policy and root value.
 
 The buffer is the agent's, inside its learner state and on the devices; each
-device holds its own (`podracer.runtime.per_device.PerDevice`), filled by its own
+device holds its own (`podracer.devices.per_device.PerDevice`), filled by its own
 environments, so its size and batch are per device.
 
 `setup`, `init` and `make_learn` give an agent the whole replay loop: each
@@ -42,10 +42,10 @@ from ml_collections import ConfigDict
 from podracer.agents.trajectory import Trajectory
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.devices import collectives
+from podracer.devices.device_split import environments_per_learner_device, learn_calls_per_update
+from podracer.devices.per_device import PerDevice
 from podracer.envs.timestep import TimeStep
-from podracer.runtime import collectives
-from podracer.runtime.device_split import environments_per_learner_device, learn_calls_per_update
-from podracer.runtime.per_device import PerDevice
 
 DEFAULTS = {
     "buffer_size": 10_000,  # Items (agent steps) each device keeps, over all its environments.

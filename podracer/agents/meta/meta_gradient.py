@@ -39,7 +39,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from podracer.runtime import collectives
+from podracer.devices import collectives
 
 # inner_update(meta_params, inner_state, batch) -> (inner_state, metrics): one `learn`-style update, differentiable
 # in meta_params; it averages its own gradients over the device axis.
@@ -81,7 +81,7 @@ def meta_gradient(inner_update: InnerUpdate, outer_loss: OuterLoss, axis_name: c
     - `meta_grads` (the structure of `meta_params`) is the gradient of the
       outer loss averaged over `axis_name`'s devices; None: one device. As
       every podracer program, it is written pmap-style: under `shard_map`
-      without `check_vma` (`runtime.topology.per_device_program`), where the
+      without `check_vma` (`devices.topology.per_device_program`), where the
       inner state after the updates is the same on every device.
     """
 

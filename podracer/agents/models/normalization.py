@@ -27,8 +27,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from podracer.devices import collectives
 from podracer.envs.actions import ACTION_MASK, action_mask, network_input
-from podracer.runtime import collectives
 
 EPSILON = 1e-8
 OBSERVATION_CLIP = 10.0

@@ -1,8 +1,8 @@
-"""The `podracer` command's restart with glibc's huge-page tunable (`podracer.runtime.host_memory`)."""
+"""The `podracer` command's restart with glibc's huge-page tunable (`podracer.devices.host_memory`)."""
 
 import pytest
 
-from podracer.runtime import host_memory
+from podracer.devices import host_memory
 from tests.helpers import last_json_line, run_module
 
 

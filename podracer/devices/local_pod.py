@@ -1,7 +1,7 @@
 """A pod on one machine: N local processes, each with M forced CPU devices, run as one JAX job.
 
 Every process runs the same command. They find each other through a loopback
-coordinator (`PODRACER_COORDINATOR_ADDRESS`, see `podracer.runtime.distributed`) and
+coordinator (`PODRACER_COORDINATOR_ADDRESS`, see `podracer.devices.distributed`) and
 use gloo for CPU collectives, so a multi-host path can be exercised, and
 measured, without a cluster. Each line a process prints is relayed with its
 index in front. If any process fails, the others are stopped and the pod's
@@ -18,8 +18,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from podracer.runtime.distributed import COORDINATOR_ENV, PROCESS_ID_ENV
-from podracer.runtime.xla_cpu import child_environment
+from podracer.devices.distributed import COORDINATOR_ENV, PROCESS_ID_ENV
+from podracer.devices.xla_cpu import child_environment
 
 GRACE_SECONDS = 20  # How long a stopped process may take to exit after SIGTERM before it is killed.
 POLL_SECONDS = 0.2

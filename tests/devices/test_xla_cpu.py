@@ -6,7 +6,7 @@ import os
 import jax
 import pytest
 
-from podracer.runtime.xla_cpu import child_environment, unroll_threefry, with_forced_devices
+from podracer.devices.xla_cpu import child_environment, unroll_threefry, with_forced_devices
 from tests.helpers import run_module
 
 USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")

@@ -1,4 +1,4 @@
-"""The device runtime: which devices a run uses and how programs and processes span them.
+"""Devices: which devices a run uses, and how programs and processes span them.
 
 The one named mesh axis and per-device programs (`topology`), collectives
 over it (`collectives`), per-device parts of a state (`per_device`), how a

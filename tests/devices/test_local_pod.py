@@ -1,9 +1,9 @@
-"""`podracer.runtime.local_pod`: a pod's processes see their index, coordinator and forced devices; failures end the pod."""
+"""`podracer.devices.local_pod`: a pod's processes see their index, coordinator and forced devices; failures end it."""
 
 import io
 import sys
 
-from podracer.runtime import local_pod
+from podracer.devices import local_pod
 
 PRINT_ENV = (
     "import os; print(os.environ['PODRACER_PROCESS_ID'], os.environ['PODRACER_COORDINATOR_ADDRESS'], "

@@ -3,7 +3,7 @@
 Every replicated program in podracer is written per device (pmap-style) with
 `jax.shard_map` over a 1-D `Mesh` whose single axis is `DEVICE_AXIS`; the
 programs hand that name to `agent.learn`, whose collectives average over it
-(`podracer.runtime.collectives`).
+(`podracer.devices.collectives`).
 """
 
 from collections.abc import Callable, Sequence
@@ -31,7 +31,7 @@ def per_device_program(fn: Callable, mesh: Mesh, in_specs, out_specs) -> Callabl
     them ("Primitive add requires varying manual axes to match", JAX 0.8),
     and podracer's programs write every collective out, pmap-style, so they
     rely on no inferred one. Gradients are each device's own until averaged
-    (`podracer.runtime.collectives`), as the test of 8 devices against 1 checks.
+    (`podracer.devices.collectives`), as the test of 8 devices against 1 checks.
     """
     return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from podracer.runtime.topology import REPLICATED, SHARDED
+from podracer.devices.topology import REPLICATED, SHARDED
 
 
 @struct.dataclass

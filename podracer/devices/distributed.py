@@ -22,7 +22,7 @@ import jax
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
-from podracer.runtime.xla_cpu import set_cpu_devices, set_cpu_threads, unroll_threefry
+from podracer.devices.xla_cpu import set_cpu_devices, set_cpu_threads, unroll_threefry
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
