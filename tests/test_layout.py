@@ -6,7 +6,9 @@ layers below it, never from above, and two folders of one layer (the two
 architectures) do not import each other. The imports are read from the
 source, imports inside functions included, so a lazy import cannot hide an
 upward one. Modules stay under 300 lines and functions under 60, so that
-each can be read whole.
+each can be read whole; a folder holds at most 15 modules, where it splits
+into folders by role, and no two modules (or a module and a folder) share a
+name, so a name says which one is meant.
 """
 
 import ast
@@ -18,6 +20,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "podracer"
 
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60  # From `def` to its last line, the docstring included.
+MAX_FOLDER_MODULES = 15  # Beside the folder's own __init__.py.
 
 # Bottom to top. A name is a subpackage, or a module at the package root; "podracer" is the root's __init__.
 LAYERS = (
@@ -142,10 +145,25 @@ def test_every_folder_is_in_a_layer_and_says_what_it_holds():
     graph = import_graph(PACKAGE)
     components = {component(module) for module in graph}
     assert components == {name for layer in LAYERS for name in layer}
-    for module in graph:
-        if module.count(".") == 1 and (PACKAGE / module.split(".")[1] / "__init__.py").exists():
-            docstring = ast.get_docstring(ast.parse((PACKAGE / module.split(".")[1] / "__init__.py").read_text()))
-            assert docstring and len(docstring.splitlines()) >= 3, f"{module}/__init__.py says what lives there"
+    for init in PACKAGE.rglob("__init__.py"):
+        docstring = ast.get_docstring(ast.parse(init.read_text()))
+        assert docstring and len(docstring.splitlines()) >= 3, f"{init} says what lives there"
+
+
+def test_no_folder_holds_more_modules_than_a_reader_can_scan():
+    crowded = {
+        str(folder.parent): n
+        for folder in PACKAGE.rglob("__init__.py")
+        if (n := len([path for path in folder.parent.glob("*.py") if path.name != "__init__.py"])) > MAX_FOLDER_MODULES
+    }
+    assert crowded == {}, f"split these into folders by role: {crowded}"
+
+
+def test_no_two_modules_share_a_name():
+    places: dict[str, list[str]] = {}
+    for module in module_names(PACKAGE):
+        places.setdefault(module.rsplit(".", 1)[-1], []).append(module)
+    assert {name: found for name, found in places.items() if len(found) > 1} == {}
 
 
 @pytest.mark.parametrize(
@@ -197,3 +215,13 @@ def test_no_function_is_longer_than_a_screen():
                 if (lines := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
                     long[f"{path}:{node.name}"] = lines
     assert long == {}, f"split these into named steps: {long}"
+
+
+def test_the_code_layout_page_names_every_folder_of_the_package():
+    """docs/code-layout.md describes each folder: a new one cannot be left out of it."""
+    page = (PACKAGE.parent / "docs" / "code-layout.md").read_text()
+    folders = {".".join(init.parent.relative_to(PACKAGE.parent).parts) for init in PACKAGE.rglob("__init__.py")} - {
+        "podracer"
+    }
+    unnamed = sorted(folder for folder in folders if f"][{folder}]" not in page)
+    assert unnamed == [], f"describe these folders in docs/code-layout.md, linked as [`NAME`][NAME]: {unnamed}"

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from podracer import plot
-from podracer.bench.evaluation_cost import cost
-from podracer.bench.population_scaling import per_member
+from podracer.bench.figures.evaluation_cost import cost
+from podracer.bench.figures.population_scaling import per_member
 from podracer.bench.records import Row
 from podracer.bench.steady import Spread
 from podracer.config.errors import count

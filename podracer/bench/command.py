@@ -12,21 +12,18 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 
-from podracer.bench import (
+from podracer.bench import charts, launch, machine, report
+from podracer.bench.command_line import CSV_NAME, Options
+from podracer.bench.figures import (
     anakin_scaling,
-    charts,
     evaluation_cost,
-    launch,
-    machine,
     meta_training,
     muzero_scaling,
     pipeline,
     population_scaling,
-    report,
-    sebulba,
-    suites,
+    sebulba_scaling,
+    suite_rates,
 )
-from podracer.bench.command_line import CSV_NAME, Options
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread, spread
 from podracer.config.errors import UsageError, count
@@ -37,10 +34,10 @@ CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
 # The plan of each of `command_line.FIGURES`, in the same order.
 PLANS = {
     "4a": anakin_scaling.plan,
-    "4b": sebulba.plan_actor_batch,
-    "4c": sebulba.plan_scaling,
+    "4b": sebulba_scaling.plan_actor_batch,
+    "4c": sebulba_scaling.plan_scaling,
     "pipeline": pipeline.plan,
-    "suites": suites.plan,
+    "suites": suite_rates.plan,
     "population": population_scaling.plan,
     "muzero": muzero_scaling.plan,
     "evaluation": evaluation_cost.plan,

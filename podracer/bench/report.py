@@ -8,8 +8,8 @@ import csv
 import dataclasses
 from collections.abc import Sequence
 
+from podracer.bench.figures.population_scaling import per_member
 from podracer.bench.machine import MACHINE_COLUMNS, Machine
-from podracer.bench.population_scaling import per_member
 from podracer.bench.records import ROW_COLUMNS, Row
 from podracer.config.errors import count
 

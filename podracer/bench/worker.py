@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import jax
 
 from podracer.bench import figure_configs, steady
-from podracer.bench.envpool_raw import envpool_frames_per_second
+from podracer.bench.figures.envpool_raw import envpool_frames_per_second
 from podracer.bench.records import AnakinRun, EnvpoolRun, MetaTrainRun, SebulbaRun, Task, task_from_json
 from podracer.config.loading import load
 from podracer.experiment.meta_run import meta_train

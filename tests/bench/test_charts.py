@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from podracer import plot
-from podracer.bench import charts, command, evaluation_cost
+from podracer.bench import charts, command
+from podracer.bench.figures import evaluation_cost
 from tests.bench.rows import evaluation_row, meta_row, muzero_row, population_row
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

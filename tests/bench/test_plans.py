@@ -2,17 +2,16 @@
 
 import pytest
 
-from podracer.bench import (
+from podracer.bench import figure_configs, launch
+from podracer.bench.figures import (
     anakin_scaling,
     evaluation_cost,
-    figure_configs,
-    launch,
     meta_training,
     muzero_scaling,
     pipeline,
     population_scaling,
-    sebulba,
-    suites,
+    sebulba_scaling,
+    suite_rates,
 )
 from podracer.bench.records import EnvpoolRun, Launch, Setup, task_from_json, task_to_json
 
@@ -46,7 +45,7 @@ def test_quick_anakin_scaling_is_catch_on_one_and_two_devices_for_three_dispatch
 
 
 def test_sebulba_splits_every_way_with_environments_every_learner_count_divides():
-    points = [p for p in sebulba.plan_scaling(CPU_FULL) if p.sweep == "device_split"]
+    points = [p for p in sebulba_scaling.plan_scaling(CPU_FULL) if p.sweep == "device_split"]
     assert [(p.columns["actor_devices"], p.columns["learner_devices"]) for p in points] == [(1, 3), (2, 2), (3, 1)]
     assert [p.columns["envs_per_thread"] for p in points] == [33, 32, 32]  # 32, divisible by the learners.
     assert {p.launch for p in points} == {Launch(4, cpu_threads=0)}  # One process for every split.
@@ -55,29 +54,31 @@ def test_sebulba_splits_every_way_with_environments_every_learner_count_divides(
 
 
 def test_sebulba_replicas_run_as_local_pods_of_one_actor_and_one_learner_device():
-    points = [p for p in sebulba.plan_scaling(CPU_FULL) if p.sweep == "replicas"]
+    points = [p for p in sebulba_scaling.plan_scaling(CPU_FULL) if p.sweep == "replicas"]
     assert [p.launch for p in points] == [Launch(2, cpu_threads=0, processes=r) for r in (1, 2, 4)]
-    windows = sebulba.WARMUP_UPDATES + sebulba.UPDATES
+    windows = sebulba_scaling.WARMUP_UPDATES + sebulba_scaling.UPDATES
     for point, replicas, window in zip(points, (1, 2, 4), (4, 2, 1), strict=True):
         steps_per_update = 20 * 32 * 2 * replicas  # Unroll x envs x threads x processes; Pong's 4 frames a step.
-        assert window * 4 * steps_per_update >= sebulba.MIN_WINDOW_FRAMES > (window - 1) * 4 * steps_per_update
+        assert window * 4 * steps_per_update >= sebulba_scaling.MIN_WINDOW_FRAMES > (window - 1) * 4 * steps_per_update
         assert point.task.overrides["log_every_updates"] == window
         assert point.task.overrides["total_steps"] == windows * window * steps_per_update
 
 
 def test_one_accelerator_runs_actors_and_learner_on_it_and_has_no_split():
-    batch = sebulba.plan_actor_batch(ONE_GPU)
+    batch = sebulba_scaling.plan_actor_batch(ONE_GPU)
     assert len(batch) == 6 and {p.launch for p in batch} == {Launch(None, cpu_threads=0)}
     assert {p.columns["network"] for p in batch} == {"impala_resnet(16,32,32)"}
     assert batch[0].task.overrides["learner_device_ids"] == "()"
-    assert [p.sweep for p in sebulba.plan_scaling(ONE_GPU)] == ["replicas"] * 3  # On forced CPU devices.
+    assert [p.sweep for p in sebulba_scaling.plan_scaling(ONE_GPU)] == ["replicas"] * 3  # On forced CPU devices.
 
 
 def test_pipeline_steps_envpool_alone_like_the_sebulba_runs_it_is_compared_with():
     raw, host, compiled = pipeline.plan(CPU_QUICK)
     # CartPole's updates are 20 x 16 x 2 = 640 steps (frames): 32 to a window of at least 20,000, 3 windows measured.
     assert host.task.overrides["log_every_updates"] == compiled.task.overrides["log_every_updates"] == 32
-    assert raw.task == EnvpoolRun("CartPole-v1", threads=2, envs_per_thread=16, steps=20 * 32 * sebulba.QUICK_UPDATES)
+    assert raw.task == EnvpoolRun(
+        "CartPole-v1", threads=2, envs_per_thread=16, steps=20 * 32 * sebulba_scaling.QUICK_UPDATES
+    )
     assert raw.launch == host.launch == compiled.launch  # One after the other, in the same process.
     for trained, stepping in ((host, "host"), (compiled, "compiled")):
         assert trained.columns["envs_per_thread"] == 16 and trained.columns["actor_threads"] == 2
@@ -88,16 +89,16 @@ def test_pipeline_steps_envpool_alone_like_the_sebulba_runs_it_is_compared_with(
 
 
 def test_quick_points_share_few_processes():
-    points = [*anakin_scaling.plan(CPU_QUICK), *sebulba.plan_actor_batch(CPU_QUICK)]
-    points += [*sebulba.plan_scaling(CPU_QUICK), *pipeline.plan(CPU_QUICK)]
+    points = [*anakin_scaling.plan(CPU_QUICK), *sebulba_scaling.plan_actor_batch(CPU_QUICK)]
+    points += [*sebulba_scaling.plan_scaling(CPU_QUICK), *pipeline.plan(CPU_QUICK)]
     groups = launch.by_launch(points)
     assert [len(group) for group in groups.values()] == [8, 1]  # One process, then a pod of two.
     assert list(groups)[-1] == Launch(2, cpu_threads=0, processes=2)
 
 
 def test_suites_are_one_device_rows_and_pong_with_its_resnet():
-    points = suites.plan(CPU_QUICK)
-    assert [p.benchmark for p in points] == [*suites.ANAKIN, "sebulba_pong_impala"]
+    points = suite_rates.plan(CPU_QUICK)
+    assert [p.benchmark for p in points] == [*suite_rates.ANAKIN, "sebulba_pong_impala"]
     assert {p.columns["devices"] for p in points[:-1]} == {1}
     assert points[-1].columns["network"] == "impala_resnet(16,32,32)"
 
@@ -139,7 +140,7 @@ def test_populations_use_every_accelerator_and_at_most_the_devices_allowed():
 
 
 def test_only_population_points_have_members():
-    assert all("members" not in p.columns for p in [*anakin_scaling.plan(CPU_FULL), *suites.plan(CPU_QUICK)])
+    assert all("members" not in p.columns for p in [*anakin_scaling.plan(CPU_FULL), *suite_rates.plan(CPU_QUICK)])
 
 
 def test_tasks_travel_as_json():
@@ -227,5 +228,5 @@ def test_evaluation_trains_catch_then_cartpole_evaluating_every_n_records_by_the
 def test_quick_evaluation_runs_a_few_dispatches_and_windows():
     points = evaluation_cost.plan(CPU_QUICK)
     assert {p.task.overrides["total_steps"] for p in points[:3]} == {anakin_scaling.QUICK_DISPATCHES * 2 * 16 * 512}
-    assert {p.task.overrides["total_steps"] for p in points[3:]} == {(sebulba.WARMUP_UPDATES + 3) * 40 * 512}
+    assert {p.task.overrides["total_steps"] for p in points[3:]} == {(sebulba_scaling.WARMUP_UPDATES + 3) * 40 * 512}
     assert len(launch.by_launch(points)) == 1  # With XLA's default threads, Catch and CartPole share a process.

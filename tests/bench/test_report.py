@@ -5,7 +5,8 @@ import dataclasses
 
 import pytest
 
-from podracer.bench import anakin_scaling, evaluation_cost, pipeline, population_scaling, report
+from podracer.bench import report
+from podracer.bench.figures import anakin_scaling, evaluation_cost, pipeline, population_scaling
 from podracer.bench.machine import Machine
 from podracer.bench.records import Row
 from tests.bench.rows import evaluation_row, meta_row, population_row, scaling_row

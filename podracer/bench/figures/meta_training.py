@@ -21,7 +21,8 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
-from podracer.bench import anakin_scaling, figure_configs, population_scaling
+from podracer.bench import figure_configs
+from podracer.bench.figures import anakin_scaling, population_scaling
 from podracer.bench.records import MetaTrainRun, Point, Setup
 
 FIGURE = "meta"

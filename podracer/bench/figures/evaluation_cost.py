@@ -24,7 +24,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from podracer.anakin import anakin_settings
-from podracer.bench import anakin_scaling, figure_configs, population_scaling, sebulba
+from podracer.bench import figure_configs
+from podracer.bench.figures import anakin_scaling, population_scaling, sebulba_scaling
 from podracer.bench.records import Point, Row, Setup
 
 FIGURE = "evaluation"
@@ -64,13 +65,14 @@ def anakin_points(setup: Setup) -> list[Point]:
 
 def sebulba_points(setup: Setup) -> list[Point]:
     """CartPole PPO on one actor and one learner device, without evaluation and at every log window."""
-    devices = sebulba.one_actor_one_learner(setup)
-    base = sebulba.split(1, devices)
+    devices = sebulba_scaling.one_actor_one_learner(setup)
+    base = sebulba_scaling.split(1, devices)
     config = figure_configs.load_named(SEBULBA, base)
-    steps_per_record = sebulba.updates_per_window(config) * sebulba.steps_per_update(config)
+    steps_per_record = sebulba_scaling.updates_per_window(config) * sebulba_scaling.steps_per_update(config)
     return [
         counting_evaluation(
-            sebulba.point(setup, FIGURE, SWEEP, SEBULBA, evaluating(base, every, steps_per_record), devices), every
+            sebulba_scaling.point(setup, FIGURE, SWEEP, SEBULBA, evaluating(base, every, steps_per_record), devices),
+            every,
         )
         for every in SEBULBA_EVERY
     ]

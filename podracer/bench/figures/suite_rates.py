@@ -12,7 +12,7 @@ use one XLA:CPU thread per core, where the kernels are big enough to split);
 learner device, learner-bound on CPU devices.
 """
 
-from podracer.bench import anakin_scaling, sebulba
+from podracer.bench.figures import anakin_scaling, sebulba_scaling
 from podracer.bench.records import Point, Setup
 
 FIGURE = "suites"
@@ -56,6 +56,10 @@ def plan(setup: Setup) -> list[Point]:
         anakin_scaling.point(setup, FIGURE, "config", row, name, {**overrides, "num_devices": 1})
         for row, (name, overrides) in ANAKIN.items()
     ]
-    devices = sebulba.one_actor_one_learner(setup)
-    points.append(sebulba.point(setup, FIGURE, "config", "sebulba_pong_impala", sebulba.split(1, devices), devices))
+    devices = sebulba_scaling.one_actor_one_learner(setup)
+    points.append(
+        sebulba_scaling.point(
+            setup, FIGURE, "config", "sebulba_pong_impala", sebulba_scaling.split(1, devices), devices
+        )
+    )
     return points

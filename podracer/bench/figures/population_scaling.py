@@ -14,7 +14,8 @@ figures; with --quick, 1 and 8 members for 3 dispatches.
 from ml_collections import ConfigDict
 
 from podracer.anakin import anakin_settings
-from podracer.bench import anakin_scaling, figure_configs
+from podracer.bench import figure_configs
+from podracer.bench.figures import anakin_scaling
 from podracer.bench.records import Point, Row, Setup
 from podracer.bench.steady import Spread
 
