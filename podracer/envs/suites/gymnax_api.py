@@ -21,7 +21,8 @@ these transitions are stochastic. Keyword arguments (`config.env.kwargs`)
 name env params fields or constructor arguments; `make` checks them.
 
 This module imports none of the suites (Craftax does not depend on gymnax):
-spaces are read by their shape (gymnax's and Craftax's copies of them alike).
+`podracer.envs.spaces.space_to_spec` reads spaces by their attributes
+(gymnax's and Craftax's copies of them alike).
 """
 
 import abc
@@ -33,12 +34,12 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from dm_env import specs
 from flax import struct
 
 from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.envs.spaces import space_to_spec
 from podracer.envs.suites.adapting import Settings, hashable, strongly_typed
 
 
@@ -171,27 +172,6 @@ class GymnaxApiEnvironment(Environment):
             raise ValueError(
                 f"{cls.suite} {task} cannot be built with {settings}: {type(error).__name__}: {error}"
             ) from error
-
-
-def space_to_spec(space: Any, name: str, like: Any = None) -> Any:
-    """The dm_env spec of a gymnax-style space: Discrete -> DiscreteArray (int32), Box -> BoundedArray, Dict -> dict.
-
-    Spaces are recognised by their attributes (`n`; `low` and `high`; a dict
-    of `spaces`), so gymnax's classes and the suites' copies of them convert
-    alike. `like` (a pytree of arrays or `jax.ShapeDtypeStruct`s matching the
-    space) overrides the space's shape and dtype with those of real values.
-    """
-    if isinstance(getattr(space, "spaces", None), dict):
-        return {key: space_to_spec(sub, key, None if like is None else like[key]) for key, sub in space.spaces.items()}
-    if hasattr(space, "n"):
-        if like is None or (like.shape == () and jnp.issubdtype(like.dtype, jnp.integer)):
-            return specs.DiscreteArray(space.n, dtype=np.int32 if like is None else like.dtype, name=name)
-        return specs.BoundedArray(like.shape, like.dtype, 0, space.n - 1, name=name)
-    if hasattr(space, "low") and hasattr(space, "high"):
-        shape, dtype = (tuple(space.shape), np.dtype(space.dtype)) if like is None else (like.shape, like.dtype)
-        low, high = (np.broadcast_to(np.asarray(bound).astype(dtype), shape) for bound in (space.low, space.high))
-        return specs.BoundedArray(shape, dtype, low, high, name=name)
-    raise NotImplementedError(f"podracer cannot convert the {type(space).__name__} space {space!r} to a spec.")
 
 
 def _check_type(what: str, value: Any, default: Any) -> None:
