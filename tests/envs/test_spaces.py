@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dm_env import specs
 
-from podracer.envs import spaces
+from podracer.envs import multi_agent, spaces
 from podracer.envs.spaces import space_to_spec
 from podracer.envs.suites.stoa_modules import stoa_module
 
@@ -122,3 +122,12 @@ def test_the_host_environments_accept_box_observations_and_two_kinds_of_action()
     for actions in (box(0, 3, (2,), np.int64), discrete(3, start=1), gymnasium.spaces.MultiBinary(2)):
         with pytest.raises(ValueError, match="Only discrete actions 0..n-1"):
             spaces.action_spec(actions)
+
+
+def test_alike_agents_actions_stack_on_an_agent_axis():
+    ids = multi_agent.stacked_action_spec(space_to_spec(discrete(5), "action"), 3)
+    assert_same_spec(ids, specs.BoundedArray((3,), np.int32, 0, 4, name="action"))
+    low, high = np.array([-1.0, 0.0], np.float32), np.array([1.0, 2.0], np.float32)
+    reals = space_to_spec(box(low, high, (2,), np.float32), "action")
+    expected = specs.BoundedArray((3, 2), np.float32, low, high, name="action")
+    assert_same_spec(multi_agent.stacked_action_spec(reals, 3), expected)
