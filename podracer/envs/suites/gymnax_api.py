@@ -36,11 +36,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
 from podracer.envs.spaces import space_to_spec
-from podracer.envs.suites.adapting import Settings, hashable, strongly_typed
+from podracer.envs.suites.adapting import Settings, check_settings, hashable, strongly_typed
 
 
 @struct.dataclass
@@ -137,27 +136,22 @@ class GymnaxApiEnvironment(Environment):
         """The adapter of `task`; `kwargs` set env params fields or constructor arguments.
 
         Raises `ValueError` naming the accepted names for any other keyword, or
-        when a value has another type than the setting's default.
+        when a value has another type than the setting's default. A constructor
+        argument's is checked before the constructor runs, which would say less.
         """
         constructor = cls.constructor_arguments(task)
-        ours = {name: hashable(value) for name, value in kwargs.items()}
-        for name in set(ours) & set(constructor):
-            if ours[name] is not None:  # None is often a constructor's "not given" (gymnax FrozenLake's map_name).
-                _check_type(f"{cls.suite} {task}'s {name}", ours[name], constructor[name])
-        constructor_kwargs = tuple(sorted((k, v) for k, v in ours.items() if k in constructor))
+        # None is often a constructor's "not given" (gymnax FrozenLake's map_name): no type to check.
+        typed = {name: value for name, value in kwargs.items() if not (name in constructor and value is None)}
+        check_settings(cls.suite, task, {k: v for k, v in typed.items() if k in constructor}, constructor)
+        constructor_kwargs = tuple(sorted((k, hashable(v)) for k, v in kwargs.items() if k in constructor))
         default_params = cls._built(task, constructor_kwargs).default_params
         fields = cls.params_fields(default_params)
-        unknown = sorted(set(ours) - set(constructor) - set(fields))
-        if unknown:
-            raise ValueError(
-                f"{cls.suite} {task} has no setting {', '.join(unknown)}: its env params are {fields}"
-                + (f" and its constructor takes {list(constructor)}" if constructor else "")
-            )
-        for name in set(ours) & set(fields):
-            if name in cls.time_limit_fields and not is_whole_number(ours[name], 1):
-                raise ValueError(f"{cls.suite} {task}'s {name} must be a whole number >= 1, got {ours[name]!r}.")
-            _check_type(f"{cls.suite} {task}'s {name}", ours[name], getattr(default_params, name))
-        params_overrides = tuple(sorted((k, v) for k, v in ours.items() if k in fields))
+        accepted = f"its env params are {fields}" + (
+            f" and its constructor takes {list(constructor)}" if constructor else ""
+        )
+        defaults = {**constructor, **{name: getattr(default_params, name) for name in fields}}
+        settings = check_settings(cls.suite, task, typed, defaults, cls.time_limit_fields, accepted=accepted)
+        params_overrides = tuple((name, value) for name, value in settings if name in fields)
         return cls(task, constructor_kwargs, params_overrides)
 
     @classmethod
@@ -172,13 +166,6 @@ class GymnaxApiEnvironment(Environment):
             raise ValueError(
                 f"{cls.suite} {task} cannot be built with {settings}: {type(error).__name__}: {error}"
             ) from error
-
-
-def _check_type(what: str, value: Any, default: Any) -> None:
-    """`ValueError` unless `value` has its default's type (where that is a bool, int, float or str)."""
-    typed = matches_default_type(value, default)
-    if typed is not None and not typed[0]:
-        raise ValueError(f"{what} must be {typed[1]}, got {value!r}.")
 
 
 def _like(value: Any, default: Any) -> Any:
