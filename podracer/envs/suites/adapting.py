@@ -8,8 +8,8 @@ gives the reset state those types at once, so a state is the same pytree type
 after reset and after any step: a stable `lax.scan` carry, and one that
 `AutoReset` can select between. `check_settings` checks a task's keyword
 arguments (`config.env.kwargs`) against its defaults before anything is built:
-every suite's settings are checked there, so that each refusal names the
-setting and what it wants in the same words.
+every suite's settings, the host suites' (envpool) too, are checked there, so
+that each refusal names the setting and what it wants in the same words.
 """
 
 from collections.abc import Callable, Mapping
