@@ -53,6 +53,7 @@ __all__ = [
     "agent_layout",
     "num_agents",
     "restart",
+    "stacked_action_spec",
     "transition",
 ]
 
@@ -109,6 +110,14 @@ def num_agents(env: Any) -> int:
 def agent_axis(env: Any) -> tuple[int, ...]:
     """The shape an environment's rewards and discounts have: `(N,)` for several agents, `()` for one."""
     return (env.num_agents,) if isinstance(env, MultiAgent) else ()
+
+
+def stacked_action_spec(single: specs.BoundedArray, agents: int) -> specs.BoundedArray:
+    """The actions of `agents` alike agents, from one agent's action spec: `[N]` ids in [0, n) for a
+    `DiscreteArray`, `[N, ...]` reals within the same bounds for a `BoundedArray`."""
+    if isinstance(single, specs.DiscreteArray):
+        return specs.BoundedArray((agents,), single.dtype, 0, single.num_values - 1, name="action")
+    return specs.BoundedArray((agents, *single.shape), single.dtype, single.minimum, single.maximum, name="action")
 
 
 def restart(observation: dict, agents: int | dict[str, int]) -> TimeStep:

@@ -21,7 +21,8 @@ import difflib
 import functools
 from typing import Any
 
-from podracer.config.field_checks import is_number, is_whole_number, matches_default_type
+from podracer.config.field_checks import is_number
+from podracer.envs.suites.adapting import Check, check_settings, whole_number
 
 ATARI_DEFAULTS: dict[str, Any] = {
     "img_height": 84,  # Observations: 84x84 grey frames,
@@ -40,16 +41,18 @@ ATARI_DEFAULTS: dict[str, Any] = {
 
 STICKY_ACTION_PROBABILITY = 0.25
 _RESERVED = ("env_type", "batch_size")  # Fixed by make_envpool_env: gymnasium API, synchronous.
-# envpool options that count something, by their least value.
-_COUNTS = {
-    "max_episode_steps": 1,
-    "frame_skip": 1,
-    "stack_num": 1,
-    "frame_stack": 1,
-    "img_height": 1,
-    "img_width": 1,
-    "num_threads": 0,
-    "noop_max": 0,
+# envpool options with a rule of their own (those that count something, by their least value); the others must
+# have the type of the task's default.
+_CHECKS: dict[str, Check] = {
+    "max_episode_steps": whole_number(1),
+    "frame_skip": whole_number(1),
+    "stack_num": whole_number(1),
+    "frame_stack": whole_number(1),
+    "img_height": whole_number(1),
+    "img_width": whole_number(1),
+    "num_threads": whole_number(0),
+    "noop_max": whole_number(0),
+    "repeat_action_probability": (lambda value: is_number(value, at_least=0.0, at_most=1.0), "a probability in [0, 1]"),
 }
 
 
@@ -119,15 +122,4 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
     envpool reports a wrong type in a message of many lines, and checks no range; unknown options it names itself.
     """
     defaults = import_envpool().make_spec(name).config._asdict()
-    for key, value in options.items():
-        default = defaults.get(key)
-        if key in _COUNTS:
-            ok, wanted = is_whole_number(value, _COUNTS[key]), f"a whole number >= {_COUNTS[key]}"
-        elif key == "repeat_action_probability":
-            ok, wanted = is_number(value, at_least=0.0, at_most=1.0), "a probability in [0, 1]"
-        elif (typed := matches_default_type(value, default)) is not None:
-            ok, wanted = typed
-        else:
-            continue
-        if not ok:
-            raise ValueError(f"{name}'s option {key} must be {wanted}, got {value!r}.")
+    check_settings("envpool", name, options, defaults, checks=_CHECKS, refuse_unknown=False)

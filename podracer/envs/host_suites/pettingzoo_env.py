@@ -123,11 +123,7 @@ class PettingZooEnvironment(multi_agent.MultiAgent, HostEnvironment):
 
     def action_spec(self) -> specs.BoundedArray:
         """One environment's actions `[N]` (ids in [0, n)) or `[N, ...]` (floats within the Box's bounds)."""
-        single = self._action_spec
-        if isinstance(single, specs.DiscreteArray):
-            return specs.BoundedArray((self.num_agents,), single.dtype, 0, single.num_values - 1, name="action")
-        shape = (self.num_agents, *single.shape)
-        return specs.BoundedArray(shape, single.dtype, single.minimum, single.maximum, name="action")
+        return multi_agent.stacked_action_spec(self._action_spec, self.num_agents)
 
     def reset(self) -> TimeStep:
         """Starts a new episode in every environment: a FIRST timestep."""

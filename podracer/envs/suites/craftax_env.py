@@ -30,7 +30,8 @@ from typing import Any
 from craftax.craftax_env import make_craftax_env_from_name
 
 from podracer.config.field_checks import INT32_MAX
-from podracer.envs.suites.gymnax_api import GymnaxApiEnvironment, Settings, space_to_spec
+from podracer.envs.spaces import space_to_spec
+from podracer.envs.suites.gymnax_api import GymnaxApiEnvironment, Settings
 
 __all__ = ["CraftaxEnvironment", "is_task", "make", "space_to_spec", "task_names"]
 

@@ -21,7 +21,8 @@ these transitions are stochastic. Keyword arguments (`config.env.kwargs`)
 name env params fields or constructor arguments; `make` checks them.
 
 This module imports none of the suites (Craftax does not depend on gymnax):
-spaces are read by their shape (gymnax's and Craftax's copies of them alike).
+`podracer.envs.spaces.space_to_spec` reads spaces by their attributes
+(gymnax's and Craftax's copies of them alike).
 """
 
 import abc
@@ -33,13 +34,12 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from dm_env import specs
 from flax import struct
 
-from podracer.config.field_checks import is_whole_number, matches_default_type
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
-from podracer.envs.suites.adapting import Settings, hashable, strongly_typed
+from podracer.envs.spaces import space_to_spec
+from podracer.envs.suites.adapting import Settings, check_settings, hashable, strongly_typed
 
 
 @struct.dataclass
@@ -136,27 +136,22 @@ class GymnaxApiEnvironment(Environment):
         """The adapter of `task`; `kwargs` set env params fields or constructor arguments.
 
         Raises `ValueError` naming the accepted names for any other keyword, or
-        when a value has another type than the setting's default.
+        when a value has another type than the setting's default. A constructor
+        argument's is checked before the constructor runs, which would say less.
         """
         constructor = cls.constructor_arguments(task)
-        ours = {name: hashable(value) for name, value in kwargs.items()}
-        for name in set(ours) & set(constructor):
-            if ours[name] is not None:  # None is often a constructor's "not given" (gymnax FrozenLake's map_name).
-                _check_type(f"{cls.suite} {task}'s {name}", ours[name], constructor[name])
-        constructor_kwargs = tuple(sorted((k, v) for k, v in ours.items() if k in constructor))
+        # None is often a constructor's "not given" (gymnax FrozenLake's map_name): no type to check.
+        typed = {name: value for name, value in kwargs.items() if not (name in constructor and value is None)}
+        check_settings(cls.suite, task, {k: v for k, v in typed.items() if k in constructor}, constructor)
+        constructor_kwargs = tuple(sorted((k, hashable(v)) for k, v in kwargs.items() if k in constructor))
         default_params = cls._built(task, constructor_kwargs).default_params
         fields = cls.params_fields(default_params)
-        unknown = sorted(set(ours) - set(constructor) - set(fields))
-        if unknown:
-            raise ValueError(
-                f"{cls.suite} {task} has no setting {', '.join(unknown)}: its env params are {fields}"
-                + (f" and its constructor takes {list(constructor)}" if constructor else "")
-            )
-        for name in set(ours) & set(fields):
-            if name in cls.time_limit_fields and not is_whole_number(ours[name], 1):
-                raise ValueError(f"{cls.suite} {task}'s {name} must be a whole number >= 1, got {ours[name]!r}.")
-            _check_type(f"{cls.suite} {task}'s {name}", ours[name], getattr(default_params, name))
-        params_overrides = tuple(sorted((k, v) for k, v in ours.items() if k in fields))
+        accepted = f"its env params are {fields}" + (
+            f" and its constructor takes {list(constructor)}" if constructor else ""
+        )
+        defaults = {**constructor, **{name: getattr(default_params, name) for name in fields}}
+        settings = check_settings(cls.suite, task, typed, defaults, cls.time_limit_fields, accepted=accepted)
+        params_overrides = tuple((name, value) for name, value in settings if name in fields)
         return cls(task, constructor_kwargs, params_overrides)
 
     @classmethod
@@ -171,34 +166,6 @@ class GymnaxApiEnvironment(Environment):
             raise ValueError(
                 f"{cls.suite} {task} cannot be built with {settings}: {type(error).__name__}: {error}"
             ) from error
-
-
-def space_to_spec(space: Any, name: str, like: Any = None) -> Any:
-    """The dm_env spec of a gymnax-style space: Discrete -> DiscreteArray (int32), Box -> BoundedArray, Dict -> dict.
-
-    Spaces are recognised by their attributes (`n`; `low` and `high`; a dict
-    of `spaces`), so gymnax's classes and the suites' copies of them convert
-    alike. `like` (a pytree of arrays or `jax.ShapeDtypeStruct`s matching the
-    space) overrides the space's shape and dtype with those of real values.
-    """
-    if isinstance(getattr(space, "spaces", None), dict):
-        return {key: space_to_spec(sub, key, None if like is None else like[key]) for key, sub in space.spaces.items()}
-    if hasattr(space, "n"):
-        if like is None or (like.shape == () and jnp.issubdtype(like.dtype, jnp.integer)):
-            return specs.DiscreteArray(space.n, dtype=np.int32 if like is None else like.dtype, name=name)
-        return specs.BoundedArray(like.shape, like.dtype, 0, space.n - 1, name=name)
-    if hasattr(space, "low") and hasattr(space, "high"):
-        shape, dtype = (tuple(space.shape), np.dtype(space.dtype)) if like is None else (like.shape, like.dtype)
-        low, high = (np.broadcast_to(np.asarray(bound).astype(dtype), shape) for bound in (space.low, space.high))
-        return specs.BoundedArray(shape, dtype, low, high, name=name)
-    raise NotImplementedError(f"podracer cannot convert the {type(space).__name__} space {space!r} to a spec.")
-
-
-def _check_type(what: str, value: Any, default: Any) -> None:
-    """`ValueError` unless `value` has its default's type (where that is a bool, int, float or str)."""
-    typed = matches_default_type(value, default)
-    if typed is not None and not typed[0]:
-        raise ValueError(f"{what} must be {typed[1]}, got {value!r}.")
 
 
 def _like(value: Any, default: Any) -> Any:

@@ -27,12 +27,8 @@ from typing import Any
 
 import gymnax
 
-from podracer.envs.suites.gymnax_api import (
-    GymnaxApiEnvironment,
-    GymnaxApiState,
-    Settings,
-    space_to_spec,
-)
+from podracer.envs.spaces import space_to_spec
+from podracer.envs.suites.gymnax_api import GymnaxApiEnvironment, GymnaxApiState, Settings
 
 __all__ = ["GymnaxEnvironment", "GymnaxState", "is_task", "make", "space_to_spec", "task_names"]
 

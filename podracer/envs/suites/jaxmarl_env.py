@@ -45,7 +45,6 @@ from typing import Any, NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 from dm_env import specs
 
 with contextlib.redirect_stdout(sys.stdout), contextlib.redirect_stderr(sys.stderr):
@@ -55,6 +54,7 @@ with contextlib.redirect_stdout(sys.stdout), contextlib.redirect_stderr(sys.stde
 
 from podracer.envs import multi_agent
 from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
+from podracer.envs.spaces import space_to_spec
 from podracer.envs.timestep import TimeStep
 
 __all__ = ["JaxMarlEnvironment", "JaxMarlState", "is_task", "make", "task_names"]
@@ -216,11 +216,8 @@ class JaxMarlEnvironment(multi_agent.MultiAgentEnvironment):
 
 
 def _action_spec(space: Any, agents: int) -> specs.BoundedArray:
-    """The actions of `agents` agents of JaxMARL's action `space`, stacked."""
-    if hasattr(space, "n"):
-        return specs.BoundedArray((agents,), np.int32, 0, int(space.n) - 1, name="action")
-    low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
-    return specs.BoundedArray((agents, *space.shape), np.float32, low, high, name="action")
+    """The actions of `agents` agents of JaxMARL's action `space` (int32 ids, or float32 reals), stacked."""
+    return multi_agent.stacked_action_spec(space_to_spec(space, "action", float32=True), agents)
 
 
 def team_of(agent: str) -> str:

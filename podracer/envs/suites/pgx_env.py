@@ -69,11 +69,11 @@ from dm_env import specs
 from flax import struct
 
 from podracer.config.errors import ConfigError
-from podracer.config.field_checks import is_whole_number, matches_default_type
+from podracer.config.field_checks import is_whole_number
 from podracer.envs import timestep as ts
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
 from podracer.envs.base import Environment
-from podracer.envs.suites.adapting import Settings
+from podracer.envs.suites.adapting import Settings, check_settings
 
 OBSERVATION = "observation"
 NOT_FOR_SELF_PLAY = {  # Two-player games whose true state a search must not see or cannot plan with.
@@ -173,20 +173,15 @@ def make(task: str, step_limit: int | None = None, self_play: bool = False, **kw
     Builds the game now, so an unknown or ill-typed keyword raises `ValueError` naming the accepted ones,
     and `self_play` on a game it does not suit raises `ConfigError` on `env.kwargs.self_play`.
     """
-    if not isinstance(self_play, bool):
-        raise ValueError(f"pgx {task}'s self_play must be True or False, got {self_play!r}.")
     constructor = _constructor_defaults(task)
-    unknown = sorted(set(kwargs) - set(constructor))
-    if unknown:
-        raise ValueError(
-            f"pgx {task} has no setting {', '.join(unknown)}: it takes step_limit, self_play"
-            + (f" and its constructor's {sorted(constructor)}" if constructor else " (pgx.make takes no others)")
-        )
-    for name, value in kwargs.items():
-        typed = matches_default_type(value, constructor[name])
-        if typed is not None and not typed[0]:
-            raise ValueError(f"pgx {task}'s {name} must be {typed[1]}, got {value!r}.")
-    env = PgxEnvironment(task, step_limit, tuple(sorted(kwargs.items())), self_play)
+    accepted = "it takes step_limit, self_play" + (
+        f" and its constructor's {sorted(constructor)}" if constructor else " (pgx.make takes no others)"
+    )
+    settings = check_settings(  # self_play is a setting too, a bool, though the adapter's and not the game's.
+        "pgx", task, {**kwargs, "self_play": self_play}, {**constructor, "self_play": False}, accepted=accepted
+    )
+    constructor_kwargs = tuple((name, value) for name, value in settings if name != "self_play")
+    env = PgxEnvironment(task, step_limit, constructor_kwargs, self_play)
     if self_play:
         _check_self_play(task, env.num_players)
     try:

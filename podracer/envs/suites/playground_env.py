@@ -45,12 +45,14 @@ from mujoco import mjx
 from mujoco_playground import dm_control_suite, locomotion, manipulation, registry
 from mujoco_playground._src import mjx_env
 
-from podracer.config.field_checks import matches_default_type
-from podracer.envs.suites.adapting import Settings, hashable
+from podracer.envs.suites.adapting import Check, Settings, check_settings
 from podracer.envs.suites.brax_env import EpisodeWrapper, EpisodicEnvironment, check_episode_settings, with_episodes
 
 DEFAULT_IMPL = "jax"
 IMPLS = tuple(impl.value for impl in mjx.Impl)
+# Settings with a rule of their own; the others must have their default's type (bool, int, float, str), or
+# ml_collections checks them when the config is updated (tuples, lists, None).
+CHECKS: dict[str, Check] = {"impl": (lambda value: value in IMPLS, f"one of {list(IMPLS)}")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,19 +86,13 @@ def make(task: str, **kwargs: Any) -> PlaygroundEnvironment:
     Builds the environment now, so a setting Playground rejects raises here.
     """
     defaults = _flatten(registry.get_default_config(task))
-    overrides = _flatten(kwargs)
-    unknown = sorted(set(overrides) - set(defaults))
-    if unknown:
-        raise ValueError(
-            f"playground {task} has no setting {', '.join(unknown)}: its config's fields are {sorted(defaults)}"
-        )
-    for name, value in overrides.items():
-        _check(task, name, value, defaults[name])
+    accepted = f"its config's fields are {sorted(defaults)}"
+    settings = dict(check_settings("playground", task, _flatten(kwargs), defaults, checks=CHECKS, accepted=accepted))
     if "impl" in defaults:
-        overrides.setdefault("impl", DEFAULT_IMPL)
-    settings = {**defaults, **overrides}
-    check_episode_settings(f"playground {task}", settings["episode_length"], settings["action_repeat"])
-    env = PlaygroundEnvironment(task, tuple(sorted((name, hashable(value)) for name, value in overrides.items())))
+        settings.setdefault("impl", DEFAULT_IMPL)
+    config = {**defaults, **settings}
+    check_episode_settings(f"playground {task}", config["episode_length"], config["action_repeat"])
+    env = PlaygroundEnvironment(task, tuple(sorted(settings.items())))
     env.episode_env  # noqa: B018 (builds it)
     return env
 
@@ -107,7 +103,7 @@ def _playground_env(task: str, settings: Settings) -> EpisodeWrapper:
     config = registry.get_default_config(task)
     try:
         config.update_from_flattened_dict(dict(settings))
-    except TypeError as error:  # ml_collections' own type check, for fields `_check` leaves to it (tuples, lists).
+    except TypeError as error:  # ml_collections checks the fields check_settings leaves to it (tuples, lists).
         raise ValueError(f"playground {task}: {error}") from None
     try:
         env = registry.load(task, config=config)
@@ -118,18 +114,6 @@ def _playground_env(task: str, settings: Settings) -> EpisodeWrapper:
             f"or clone https://github.com/deepmind/mujoco_menagerie there at commit {mjx_env.MENAGERIE_COMMIT_SHA}."
         ) from error
     return with_episodes(env, config.episode_length, config.action_repeat)  # The task may have changed them (vision).
-
-
-def _check(task: str, name: str, value: Any, default: Any) -> None:
-    """`ValueError` unless an override has its default's type (bool, int, float, str) and `impl` is MJX's."""
-    if name == "impl":
-        ok, wanted = value in IMPLS, f"one of {list(IMPLS)}"
-    elif (typed := matches_default_type(value, default)) is not None:
-        ok, wanted = typed
-    else:  # Tuples, lists, None: ml_collections checks them when the config is updated.
-        return
-    if not ok:
-        raise ValueError(f"playground {task}'s {name} must be {wanted}, got {value!r}.")
 
 
 def _flatten(settings: Mapping | ConfigDict, prefix: str = "") -> dict[str, Any]:

@@ -64,7 +64,8 @@ from gymnax.environments import environment
 from popgym_arcade import registration
 from popgym_arcade.environments import autoencode, breakout, cartpole, tetris
 
-from podracer.envs.suites.gymnax_api import GymnaxApiEnvironment, Settings, space_to_spec
+from podracer.envs.spaces import space_to_spec
+from podracer.envs.suites.gymnax_api import GymnaxApiEnvironment, Settings
 
 __all__ = ["PopgymArcadeEnvironment", "is_task", "make", "space_to_spec", "task_names"]
 

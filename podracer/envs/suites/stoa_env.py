@@ -37,15 +37,13 @@ from typing import Any
 
 import chex
 import jax
-import numpy as np
-from dm_env import specs
 
 from podracer.envs import timestep as ts
 from podracer.envs.base import Environment
+from podracer.envs.spaces import space_to_spec
 from podracer.envs.suites.adapting import Settings, strongly_typed
 from podracer.envs.suites.stoa_modules import stoa_module
 
-spaces = stoa_module("spaces")
 StoaEnv = stoa_module("environment").Environment
 
 
@@ -95,32 +93,6 @@ def as_nest(observation: Any) -> Any:
     if dataclasses.is_dataclass(observation) and not isinstance(observation, type):
         return {field.name: as_nest(getattr(observation, field.name)) for field in dataclasses.fields(observation)}
     return observation
-
-
-def space_to_spec(space: spaces.Space, name: str, like: Any = None) -> Any:
-    """The dm_env spec of a stoa space: Discrete -> DiscreteArray, BoundedArray -> BoundedArray, Array -> Array,
-    Dict -> dict (sorted keys).
-
-    `like` (a nest of `jax.ShapeDtypeStruct`s matching the space) gives the
-    shapes and dtypes; without it, the space's own (discrete actions as int32).
-    A MultiDiscrete space is a BoundedArray of integers.
-    """
-    if isinstance(space, spaces.DictSpace):
-        subspaces = space.spaces
-        return {
-            key: space_to_spec(subspaces[key], key, None if like is None else like[key]) for key in sorted(subspaces)
-        }
-    if not isinstance(space, spaces.ArraySpace):
-        raise NotImplementedError(f"podracer cannot convert stoa's {type(space).__name__} {space!r} to a spec.")
-    shape, dtype = (space.shape, np.dtype(space.dtype)) if like is None else (like.shape, np.dtype(like.dtype))
-    if isinstance(space, spaces.DiscreteSpace) and shape == () and np.issubdtype(dtype, np.integer):
-        return specs.DiscreteArray(space.num_values, dtype=np.int32 if like is None else dtype, name=name)
-    if isinstance(space, spaces.BoundedArraySpace):
-        low, high = (
-            np.broadcast_to(np.asarray(bound).astype(dtype), shape) for bound in (space.minimum, space.maximum)
-        )
-        return specs.BoundedArray(shape, dtype, low, high, name=name)
-    return specs.Array(shape, dtype, name=name)
 
 
 @functools.lru_cache(maxsize=64)

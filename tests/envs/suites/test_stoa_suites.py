@@ -1,5 +1,5 @@
 """The suites podracer reaches through stoa (Jumanji, Navix, XLand-MiniGrid): each suite's own steps, episode ends,
-specs, action masks and settings, and the converter in `podracer.envs.suites.stoa_env`."""
+specs, action masks and settings, and stoa's spaces as specs (`podracer.envs.spaces.space_to_spec`)."""
 
 import dataclasses
 import functools
@@ -19,10 +19,11 @@ from dm_env import specs
 from podracer.config.errors import ConfigError
 from podracer.envs import FIRST, LAST, MID, AutoReset
 from podracer.envs.actions import ACTION_MASK
-from podracer.envs.suites import jumanji_env, navix_env, stoa_env, xminigrid_env
+from podracer.envs.spaces import space_to_spec
+from podracer.envs.suites import jumanji_env, navix_env, stoa_env, stoa_modules, xminigrid_env
 from tests.helpers import HANG_SECONDS
 
-spaces = stoa_env.spaces  # stoa's own, imported without the suites these tests do not use.
+spaces = stoa_modules.stoa_module("spaces")  # stoa's own, imported without the suites these tests do not use.
 
 pytestmark = pytest.mark.slow  # The whole file: see conftest.py.
 
@@ -284,7 +285,7 @@ def test_states_have_the_same_types_after_reset_and_step():
 
 
 def test_space_conversion():
-    to_spec = stoa_env.space_to_spec
+    to_spec = space_to_spec
     assert to_spec(spaces.DiscreteSpace(4, jnp.int32), "action") == specs.DiscreteArray(4, np.int32, name="action")
     multi = to_spec(spaces.MultiDiscreteSpace([3, 5], jnp.int32), "action")
     assert type(multi) is specs.BoundedArray and (multi.maximum == [2, 4]).all() and multi.dtype == np.int32
