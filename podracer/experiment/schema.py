@@ -17,6 +17,7 @@ from ml_collections import ConfigDict
 
 from podracer import agents
 from podracer.agents.learning.optimizer import OPTIMIZERS
+from podracer.agents.models import network_settings
 from podracer.agents.models.cores import CORES
 from podracer.agents.models.torsos import TORSOS, VECTOR_TORSOS
 from podracer.anakin import anakin_settings
@@ -62,21 +63,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.run.finite).
     wandb_logger.add_defaults(config)  # Trackers beside TensorBoard and metrics.jsonl: config.logger.wandb.
     ARCHITECTURES[architecture].add_defaults(config)
-    config.network = ConfigDict(
-        {
-            "torso": "mlp",  # One of torsos.TORSOS; the pixel torsos read channels, num_blocks, hidden_size.
-            "hidden_sizes": (64, 64),
-            "activation": "tanh",
-            "shared_torso": True,
-            "channels": (16, 32, 32),
-            "num_blocks": 2,
-            "hidden_size": 256,
-            "core": "none",  # A recurrent core between torso and heads (agents.models.cores): none, lstm or gru.
-            "core_size": 256,  # The core's units.
-            "head_hidden_sizes": (),  # Hidden layers of each head of its own, after the torso (and core).
-            "layer_norm": False,  # LayerNorm before each hidden activation of the mlp and multi_input torsos (PQN).
-        }
-    )
+    config.network = ConfigDict(network_settings.defaults())  # The network's fields (agents.models.network_settings).
     config.optimizer = ConfigDict(
         {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
     )

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 from dm_env import specs
 
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import ActorCritic, make_network
 from podracer.agents.models.torsos import ImpalaResNet, NatureCNN
-from podracer.experiment.schema import defaults
 
 NUM_ACTIONS = 6
 ATARI_SHAPE = (4, 84, 84)  # envpool's channels-first stack of four 84x84 greyscale frames.
@@ -37,11 +37,8 @@ def one_step(observation):
 
 
 def build_network(torso: str, **fields) -> ActorCritic:
-    config = defaults("ppo").network
-    config.torso = torso
-    config.update(fields)
     observation_spec = specs.Array((7,), np.float32) if torso == "mlp" else PIXEL_SPEC
-    return make_network(config, observation_spec, ACTION_SPEC)
+    return make_network(NetworkSettings(torso=torso, **fields), observation_spec, ACTION_SPEC)
 
 
 def num_params(tree) -> int:

@@ -16,6 +16,7 @@ from podracer import agents, cli, envs
 from podracer.agents.algorithms import alphazero
 from podracer.agents.learning import replay
 from podracer.agents.models import networks
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.envs import FIRST, LAST, MID, AutoReset
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
 from podracer.envs.timestep import TimeStep
@@ -79,7 +80,7 @@ def test_outcomes_of_a_real_game_alternate_from_the_winners_side():
 
 def test_the_loss_is_the_policy_cross_entropy_plus_the_masked_squared_outcome_error():
     """Against NumPy: -pi^T log p at each sequence's first step, plus value_cost (z - v)^2 where z is known."""
-    env, network = envs.make("pgx:tic_tac_toe"), load_config(CONFIG).network
+    env, network = envs.make("pgx:tic_tac_toe"), NetworkSettings(**load_config(CONFIG).network)
     params = jax.jit(lambda key: networks.init_params(key, network, env.observation_spec(), env.action_spec()))(
         jax.random.key(0)
     )
@@ -170,7 +171,7 @@ def test_the_game_state_is_in_the_observation_for_the_agent_and_no_network_reads
     _, timestep = env.reset(jax.random.key(0))
     assert set(timestep.observation) == {"observation", ACTION_MASK, GAME_STATE}
     assert set(envs.make("pgx:tic_tac_toe").observation_spec()) == {"observation", ACTION_MASK}
-    network = load_config(CONFIG).network
+    network = NetworkSettings(**load_config(CONFIG).network)
     params = jax.jit(lambda key: networks.init_params(key, network, spec, env.action_spec()))(jax.random.key(0))
     kernels = sorted(leaf.shape for leaf in jax.tree.leaves(params.variables) if leaf.ndim == 2)
     assert kernels == [(18, 128), (128, 1), (128, 9), (128, 128)]  # The 3 x 3 x 2 planes only: no mask, no game.

@@ -13,6 +13,7 @@ from ml_collections import ConfigDict
 from podracer.agents.algorithms import muzero, search
 from podracer.agents.learning import replay
 from podracer.agents.models import muzero_model, support
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
@@ -46,8 +47,8 @@ def agent_config(**fields) -> ConfigDict:
 
 
 def tiny_model_params(seed=0) -> NetworkParams:
-    network = ConfigDict(
-        {"torso": "mlp", "hidden_sizes": (5,), "activation": "relu", "hidden_size": 3, "channels": (), "num_blocks": 0}
+    network = NetworkSettings(
+        torso="mlp", hidden_sizes=(5,), activation="relu", hidden_size=3, channels=(), num_blocks=0
     )
     observation_spec = specs.Array((2,), np.float32)
     model = muzero_model.make_model(network, observation_spec, specs.DiscreteArray(A), SUPPORT)

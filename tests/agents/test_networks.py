@@ -1,5 +1,7 @@
 """The actor-critic networks: output shapes, torsos wired from the config, parameters as data, policy heads."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 from dm_env import specs
 
 from podracer import agents
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import ActorCritic, NetworkParams, init_params, make_network
 from podracer.agents.models.torsos import TORSOS
 from podracer.config.errors import ConfigError
@@ -44,7 +47,7 @@ def test_output_shapes(torso):
 
 
 def test_mlp_torso_is_unchanged():
-    config = defaults("ppo").network
+    config = NetworkSettings()
     assert config.torso == "mlp"
     observation_spec = {"a": specs.Array((3,), np.float32), "b": specs.Array((2, 2), np.float32)}
     assert make_network(config, observation_spec, ACTION_SPEC) == ActorCritic(
@@ -55,7 +58,7 @@ def test_mlp_torso_is_unchanged():
     shared = jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(observation))["params"]
     assert set(shared) == {"MLP_0", "Dense_0", "Dense_1"}
     assert shared["MLP_0"]["Dense_0"]["kernel"].shape == (7, 64)
-    config.shared_torso = False
+    config = dataclasses.replace(config, shared_torso=False)
     network = make_network(config, observation_spec, ACTION_SPEC)
     separate = jax.eval_shape(network.init, jax.random.PRNGKey(0), *one_step(observation))["params"]
     assert set(separate) == {"MLP_0", "MLP_1", "Dense_0", "Dense_1"}
@@ -73,8 +76,8 @@ def test_pixel_torsos_require_a_shared_torso(torso):
 
 
 def test_pixel_torsos_refuse_observations_that_are_not_frames():
-    config = defaults("ppo").network
-    config.torso = "nature_cnn"
+    config = NetworkSettings()
+    config = dataclasses.replace(config, torso="nature_cnn")
     with pytest.raises(ConfigError, match="uint8 frames") as error:
         make_network(config, specs.Array((4,), np.float32), ACTION_SPEC)
     assert error.value.field == "network.torso"
@@ -100,7 +103,7 @@ def test_agent_builds_the_configured_torso_for_the_specs_it_is_shown():
 
 def test_network_params_carry_their_module_as_static_data():
     """The leaves are the weights alone (what optimisers and collectives see); the module rides in the treedef."""
-    config = defaults("ppo").network
+    config = NetworkSettings()
     observation_spec = specs.Array((5,), np.float32)
     abstract = jax.eval_shape(lambda key: init_params(key, config, observation_spec, ACTION_SPEC), jax.random.key(0))
     assert isinstance(abstract, NetworkParams) and abstract.module == make_network(
@@ -129,7 +132,7 @@ def test_network_params_carry_their_module_as_static_data():
 
 
 def test_action_spec_selects_the_policy_head():
-    config = defaults("ppo").network
+    config = NetworkSettings()
     observation_spec = specs.Array((5,), np.float32)
     assert make_network(config, observation_spec, ACTION_SPEC).action_head == "categorical"
     gaussian = make_network(config, observation_spec, specs.BoundedArray((2,), np.float32, -1.0, 1.0))

@@ -21,6 +21,7 @@ import podracer
 from podracer.agents.algorithms import dqn
 from podracer.agents.learning import recurrent_replay, replay
 from podracer.agents.models import networks
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from podracer.experiment import schema
@@ -57,7 +58,7 @@ def sampled_sequences(seed: int, core: str = "lstm") -> replay.Sample:
     reward[STEP_TYPE == FIRST] = 0.0
     extras = {}
     if core != "none":
-        state = networks.network_state(network_config(core), ITEMS - 1)
+        state = networks.network_state(network_settings(core), ITEMS - 1)
         extras = {"state": jax.tree.map(lambda x: jnp.asarray(rng.normal(size=(ITEMS - 1, S, SIZE)), x.dtype), state)}
     trajectory = Trajectory(
         timestep=TimeStep(
@@ -79,10 +80,14 @@ def network_config(core: str):
     return config
 
 
+def network_settings(core: str) -> NetworkSettings:
+    return NetworkSettings(**network_config(core))
+
+
 @functools.cache
 def q_network_params(core: str, seed: int) -> networks.NetworkParams:
     """A small Q-network's first weights (compiled once per test session: an eager LSTM init is slow)."""
-    module = networks.make_q_network(network_config(core), OBSERVATION_SPEC, ACTION_SPEC)
+    module = networks.make_q_network(network_settings(core), OBSERVATION_SPEC, ACTION_SPEC)
     return jax.jit(lambda key: networks.init_module(key, module, OBSERVATION_SPEC))(jax.random.key(seed))
 
 

@@ -165,4 +165,4 @@ def test_multi_input_refuses_observations_of_more_than_three_axes():
     config = podracer.defaults("ppo")
     config.network.torso = "multi_input"
     with pytest.raises(ConfigError, match="'multi_input' reads vectors and images"):
-        check_reads_observations(config.network, {"video": specs.Array((2, 8, 8, 3), np.uint8)})
+        check_reads_observations(config.network.torso, {"video": specs.Array((2, 8, 8, 3), np.uint8)})

@@ -55,6 +55,7 @@ from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -200,7 +201,7 @@ def check_game(observation_spec: Any, game: Any) -> None:
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config = config.agent
+    agent_config, network = config.agent, NetworkSettings(**config.network)
     game = with_config_kwargs(config, envs.make, config.env.name)  # Its rules are the search's model.
     replay_setup = replay.setup(config, agent_config.outcome_horizon + 1)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
@@ -208,7 +209,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> AlphaZeroState:
         check_game(observation_spec, game)
         stored_spec = {name: spec for name, spec in observation_spec.items() if name != GAME_STATE}
-        params = networks.init_params(key, config.network, stored_spec, action_spec)
+        params = networks.init_params(key, network, stored_spec, action_spec)
         extras = {
             "search_policy": jax.ShapeDtypeStruct((action_spec.num_values,), jnp.float32),
             "root_value": jax.ShapeDtypeStruct((), jnp.float32),

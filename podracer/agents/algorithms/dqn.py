@@ -61,6 +61,7 @@ from podracer.agents.learning import recurrent_replay, replay
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import networks
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
@@ -234,15 +235,15 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config = config.agent
+    agent_config, network = config.agent, NetworkSettings(**config.network)
     replay_setup = replay.setup(config, sequence_length=agent_config.sequence_length + agent_config.n_step)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
     epsilon = epsilon_schedule(agent_config, num_updates)
 
-    stored_extras = recurrent_replay.stored_state_spec(config.network)
+    stored_extras = recurrent_replay.stored_state_spec(network)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> DQNState:
-        module = networks.make_q_network(config.network, observation_spec, action_spec)
+        module = networks.make_q_network(network, observation_spec, action_spec)
         params = networks.init_module(key, module, observation_spec)
         return DQNState(
             params=params,
@@ -279,13 +280,13 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state, metrics = replayed_learn(state, recurrent_replay.kept_extras(trajectory), key, axis_name)
         return state, {**metrics, "epsilon": epsilon(learn_calls)}
 
-    sampling_act = act if config.network.core == "none" else recurrent_act
+    sampling_act = act if network.core == "none" else recurrent_act
     return Agent(
         init=init,
         act=sampling_act,
         learn=learn,
         acting_params=acting_params,
-        initial_state=recurrent_state(config.network, networks.q_network_state),
+        initial_state=recurrent_state(network, networks.q_network_state),
         greedy_act=greedy(sampling_act),
     )
 

@@ -54,6 +54,7 @@ from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import muzero_model, support
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
 from podracer.config import field_checks
@@ -204,13 +205,13 @@ def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict)
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config = config.agent
+    agent_config, network = config.agent, NetworkSettings(**config.network)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
     replay_setup = replay.setup(config, sequence_length)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
-        model = muzero_model.make_model(config.network, observation_spec, action_spec, agent_config.support_size)
+        model = muzero_model.make_model(network, observation_spec, action_spec, agent_config.support_size)
         params = muzero_model.init(key, model, observation_spec)
         extras = {
             "search_policy": jax.ShapeDtypeStruct((action_spec.num_values,), jnp.float32),

@@ -30,6 +30,7 @@ from podracer.agents.agent import Agent
 from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.meta import meta_gradient_rl
 from podracer.agents.models import networks, normalization, policy
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -65,10 +66,10 @@ def network_agent(
 ) -> Agent:
     """The agent around `learn`; `prediction_size` > 0 gives its network a prediction vector in place of the value,
     and `centralised_critic` a value function of the global state (`networks.ActorCritic`)."""
-    agent_config = config.agent
+    agent_config, network = config.agent, NetworkSettings(**config.network)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> LearnerState:
-        module = networks.make_network(config.network, observation_spec, action_spec)
+        module = networks.make_network(network, observation_spec, action_spec)
         params = networks.init_module(
             key, module.clone(prediction_size=prediction_size, centralised_critic=centralised_critic), observation_spec
         )
@@ -85,25 +86,25 @@ def network_agent(
     def acting_params(state: LearnerState) -> networks.NetworkParams:
         return state.params.replace(observation_statistics=state.normalizers.observations)
 
-    sampling_act, greedy_act = acts(config.network)
+    sampling_act, greedy_act = acts(network)
     return Agent(
         init=init,
         act=sampling_act,
         learn=normalizing_learn,
         acting_params=acting_params,
-        initial_state=recurrent_state(config.network),
+        initial_state=recurrent_state(network),
         greedy_act=greedy_act,
     )
 
 
 def recurrent_state(
-    network_config: ConfigDict, network_state: Callable[[ConfigDict, int], Any] = networks.network_state
+    network: NetworkSettings, network_state: Callable[[NetworkSettings, int], Any] = networks.network_state
 ) -> Callable[[int], Any] | None:
-    """An agent's `initial_state` for the network `config.network` describes (an `ActorCritic`'s, or with
+    """An agent's `initial_state` for the network `network` describes (an `ActorCritic`'s, or with
     `networks.q_network_state` a `QNetwork`'s): None for a feed-forward one."""
-    if network_config.core == "none":
+    if network.core == "none":
         return None
-    return functools.partial(network_state, network_config)
+    return functools.partial(network_state, network)
 
 
 def normalize(
@@ -138,7 +139,7 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     """
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
     loss_fn = functools.partial(loss, unroll_fn=networks.unroll, **hyperparameters(config.agent))
-    chunk_axis = 1 if slices_gradients(config.network) else None
+    chunk_axis = 1 if slices_gradients(NetworkSettings(**config.network)) else None
     if meta_gradient_rl.learns(config.agent):  # Some hyperparameters are learned by meta-gradients.
         learn = meta_gradient_rl.make_learn(config, loss_fn, optimizer, num_updates, chunk_axis)
         agent = network_agent(config, optimizer, learn, prediction_size)
@@ -151,9 +152,9 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     return network_agent(config, optimizer, learn, prediction_size)
 
 
-def acts(network_config: ConfigDict) -> tuple[Callable, Callable]:
-    """`(act, greedy_act)` of the network `network_config` describes: sampling its policy head, or taking its mode."""
-    base = feed_forward_act if network_config.core == "none" else act
+def acts(network: NetworkSettings) -> tuple[Callable, Callable]:
+    """`(act, greedy_act)` of the network `network` describes: sampling its policy head, or taking its mode."""
+    base = feed_forward_act if network.core == "none" else act
     return functools.partial(base, choose=policy.sample), functools.partial(base, choose=policy.mode)
 
 

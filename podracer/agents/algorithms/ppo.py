@@ -29,6 +29,7 @@ from podracer.agents.algorithms.network_agent import hyperparameters, network_ag
 from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import generalized_advantages
 from podracer.agents.models import networks, policy
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -276,7 +277,7 @@ def build(config: ConfigDict, num_updates: int, centralised_critic: bool = False
         learn,
         unroll_fn=networks.unroll,
         optimizer=optimizer,
-        chunk=slices_gradients(config.network),
+        chunk=slices_gradients(NetworkSettings(**config.network)),
         **hyperparameters(agent_config),
     )
     return network_agent(config, optimizer, ppo_learn, centralised_critic=centralised_critic)

@@ -47,6 +47,7 @@ from podracer.agents.algorithms.ppo import minibatch_epochs
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -156,14 +157,14 @@ def make_samples(
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config = config.agent
+    agent_config, network = config.agent, NetworkSettings(**config.network)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(config.optimizer, gradient_steps=gradient_steps)
     epsilon = dqn.epsilon_schedule(agent_config, num_updates)
-    chunk_axis = 1 if slices_gradients(config.network) else None
+    chunk_axis = 1 if slices_gradients(network) else None
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> PQNState:
-        module = networks.make_q_network(config.network, observation_spec, action_spec)
+        module = networks.make_q_network(network, observation_spec, action_spec)
         params = networks.init_module(key, module, observation_spec)
         return PQNState(params=params, opt_state=optimizer.init(params), learn_calls=jnp.int32(0))
 

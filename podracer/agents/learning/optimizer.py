@@ -23,6 +23,7 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.devices import collectives
 
 LossFn = Callable[[Any, Any], tuple[chex.Array, dict]]  # (params, batch) -> (loss, metrics).
@@ -74,11 +75,11 @@ def make_optimizer(
     )
 
 
-def slices_gradients(network_config: ConfigDict) -> bool:
+def slices_gradients(network: NetworkSettings) -> bool:
     """Whether a network's gradients are taken in slices on CPU (`chunked_grad`): feed-forward MLPs only, as
     XLA:CPU runs convolutions slowly inside loops, and a recurrent core's scan would run once per slice (PPO with
     a GRU on 2,048 CartPoles: 12.3 s an update whole, 14.9 s in slices, on the 2-core CI machine)."""
-    return network_config.torso == "mlp" and network_config.core == "none"
+    return network.torso == "mlp" and network.core == "none"
 
 
 def sgd_step(

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 from ml_collections import ConfigDict
 
 from podracer.agents.models import networks
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions, with_time_axis
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
@@ -74,11 +75,11 @@ def validate(config: ConfigDict) -> None:
         )
 
 
-def stored_state_spec(network_config: ConfigDict) -> dict | None:
+def stored_state_spec(network: NetworkSettings) -> dict | None:
     """The extras a recurrent DQN keeps in its buffer: `{STATE: one environment's state spec}`; None: feed-forward."""
-    if network_config.core == "none":
+    if network.core == "none":
         return None
-    state = jax.eval_shape(lambda: networks.q_network_state(network_config, 1))
+    state = jax.eval_shape(lambda: networks.q_network_state(network, 1))
     return {STATE: jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), state)}
 
 

@@ -34,10 +34,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from dm_env import specs
-from ml_collections import ConfigDict
 
 from podracer.agents.models import support
 from podracer.agents.models.layers import conv, dense
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.models.torsos import (
     MLP,
@@ -162,19 +162,19 @@ class ResNetModel(nn.Module):
 
 
 def make_model(
-    network_config: ConfigDict, observation_spec: Any, action_spec: Any, support_size: int
+    network: NetworkSettings, observation_spec: Any, action_spec: Any, support_size: int
 ) -> MLPModel | ResNetModel:
-    """The model `config.network` describes for one environment's specs; `ConfigError` where it cannot serve them."""
+    """The model `network` describes for one environment's specs; `ConfigError` where it cannot serve them."""
     if not isinstance(action_spec, specs.DiscreteArray):
         raise ConfigError(
             "env.name",
             f"MuZero searches over a finite set of actions (a DiscreteArray), not {action_spec}",
             "use an environment with discrete actions, or an actor-critic agent (ppo, impala)",
         )
-    if network_config.torso not in MODELS:
+    if network.torso not in MODELS:
         raise ConfigError(
             "network.torso",
-            f"MuZero's model is 'mlp' or 'muzero_resnet', not {network_config.torso!r}",
+            f"MuZero's model is 'mlp' or 'muzero_resnet', not {network.torso!r}",
             "set --config.network.torso=mlp for vector observations or muzero_resnet for frames",
         )
     if isinstance(observation_spec, dict) and ACTION_MASK in observation_spec:
@@ -183,28 +183,28 @@ def make_model(
             "the environment masks illegal actions, which MuZero's learned model cannot respect in its search",
             "use an actor-critic agent (ppo, impala) or dqn, which mask them",
         )
-    check_reads_observations(network_config, observation_spec)
+    check_reads_observations(network.torso, observation_spec)
     bins = support.bins(support_size)
-    if network_config.torso == "mlp":
+    if network.torso == "mlp":
         return MLPModel(
             action_size=action_spec.num_values,
             value_bins=bins,
-            hidden_sizes=tuple(network_config.hidden_sizes),
-            activation=network_config.activation,
-            latent_size=network_config.hidden_size,
+            hidden_sizes=tuple(network.hidden_sizes),
+            activation=network.activation,
+            latent_size=network.hidden_size,
         )
-    if len(network_config.channels) != 2:
+    if len(network.channels) != 2:
         raise ConfigError(
             "network.channels",
-            f"MuZero's ResNet downsamples twice, so it takes two widths, not {tuple(network_config.channels)}",
+            f"MuZero's ResNet downsamples twice, so it takes two widths, not {tuple(network.channels)}",
             'set --config.network.channels="(32, 64)"',
         )
     return ResNetModel(
         action_size=action_spec.num_values,
         value_bins=bins,
-        channels=tuple(network_config.channels),
-        num_blocks=network_config.num_blocks,
-        hidden_size=network_config.hidden_size,
+        channels=tuple(network.channels),
+        num_blocks=network.num_blocks,
+        hidden_size=network.hidden_size,
     )
 
 

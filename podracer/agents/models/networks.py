@@ -4,10 +4,11 @@
 (`podracer.agents.models.torsos`), `QNetwork` an action-value head; their output
 layers are initialised with gain 0.01 (policy) and 1 (value, action values),
 after the PPO implementation details of Huang et al. (2022). `make_network`
-and `make_q_network` build them from `config.network` for an environment's
-specs, and `init_params` gives their first weights.
+and `make_q_network` build them from a config's `NetworkSettings` for an
+environment's specs, and `init_params` gives their first weights.
 """
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,7 +17,6 @@ import jax
 import jax.numpy as jnp
 from dm_env import specs
 from flax import struct
-from ml_collections import ConfigDict
 
 from podracer.agents.models import normalization
 from podracer.agents.models.layers import dense
@@ -28,6 +28,7 @@ from podracer.agents.models.network_parts import (
     split_leading,
     torso_features,
 )
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.policy import head_for, mask_illegal
 from podracer.agents.models.torsos import VECTOR_TORSOS, check_reads_observations
 from podracer.agents.trajectory import Trajectory, merge_leading_dims
@@ -175,71 +176,51 @@ def unroll_trajectory(unroll_fn: Callable, params: Any, trajectory: Trajectory) 
     return outputs
 
 
-def make_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> ActorCritic:
-    """The `ActorCritic` that `config.network` describes, for one environment's specs.
+def make_network(network: NetworkSettings, observation_spec: Any, action_spec: Any) -> ActorCritic:
+    """The `ActorCritic` that `network` describes, for one environment's specs.
 
     Raises `ConfigError` where the network cannot read the observations: the
     pixel torsos need stacked uint8 frames `[C, H, W]` and serve the policy and
     the value together.
     """
     action_head, action_size = head_for(action_spec)
-    _check_torso(network_config, observation_spec)
-    if network_config.torso not in VECTOR_TORSOS and not network_config.shared_torso:
+    _check_torso(network.torso, observation_spec)
+    if network.torso not in VECTOR_TORSOS and not network.shared_torso:
         raise ConfigError(
             "network.shared_torso",
-            f"the {network_config.torso} torso is shared by policy and value",
+            f"the {network.torso} torso is shared by policy and value",
             "set --config.network.shared_torso=True",
         )
-
-    return ActorCritic(
-        action_size=action_size,
-        action_head=action_head,
-        shared_torso=network_config.shared_torso,
-        **_torso_fields(network_config),
-    )
+    return ActorCritic(action_size=action_size, action_head=action_head, **dataclasses.asdict(network))
 
 
-def make_q_network(network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> QNetwork:
-    """The `QNetwork` that `config.network` describes (`shared_torso` does not apply), for one environment's specs."""
+def make_q_network(network: NetworkSettings, observation_spec: Any, action_spec: Any) -> QNetwork:
+    """The `QNetwork` that `network` describes (`shared_torso` does not apply), for one environment's specs."""
     if not isinstance(action_spec, specs.DiscreteArray):
         raise ConfigError(
             "env.name",
             f"action values need a finite set of actions (a DiscreteArray), not {action_spec}",
             "use an environment with discrete actions, or an actor-critic agent (ppo, impala)",
         )
-    _check_torso(network_config, observation_spec)
-    return QNetwork(action_size=action_spec.num_values, **_torso_fields(network_config))
+    _check_torso(network.torso, observation_spec)
+    fields = {name: value for name, value in dataclasses.asdict(network).items() if name != "shared_torso"}
+    return QNetwork(action_size=action_spec.num_values, **fields)
 
 
-def _torso_fields(network_config: ConfigDict) -> dict:
-    return {
-        "core": network_config.core,
-        "core_size": network_config.core_size,
-        "head_hidden_sizes": tuple(network_config.head_hidden_sizes),
-        "hidden_sizes": tuple(network_config.hidden_sizes),
-        "activation": network_config.activation,
-        "torso": network_config.torso,
-        "channels": tuple(network_config.channels),
-        "num_blocks": network_config.num_blocks,
-        "hidden_size": network_config.hidden_size,
-        "layer_norm": network_config.layer_norm,
-    }
-
-
-def _check_torso(network_config: ConfigDict, observation_spec: Any) -> None:
+def _check_torso(torso: str, observation_spec: Any) -> None:
     """Raises `ConfigError` where a torso cannot read the observations, or is not one of this network's."""
-    if network_config.torso == "muzero_resnet":
+    if torso == "muzero_resnet":
         raise ConfigError(
             "network.torso",
             "'muzero_resnet' is the MuZero agent's model (representation, dynamics, prediction)",
             "choose impala_resnet or nature_cnn, or use --config.agent.name=muzero",
         )
-    check_reads_observations(network_config, observation_spec)
+    check_reads_observations(torso, observation_spec)
 
 
-def init_params(key: jax.Array, network_config: ConfigDict, observation_spec: Any, action_spec: Any) -> NetworkParams:
-    """Fresh weights for the actor-critic network `config.network` describes, for these specs."""
-    return init_module(key, make_network(network_config, observation_spec, action_spec), observation_spec)
+def init_params(key: jax.Array, network: NetworkSettings, observation_spec: Any, action_spec: Any) -> NetworkParams:
+    """Fresh weights for the actor-critic network `network` describes, for these specs."""
+    return init_module(key, make_network(network, observation_spec, action_spec), observation_spec)
 
 
 def init_module(key: jax.Array, module: nn.Module, observation_spec: Any) -> NetworkParams:
@@ -249,13 +230,13 @@ def init_module(key: jax.Array, module: nn.Module, observation_spec: Any) -> Net
     return NetworkParams(module, module.init(key, state, dummy, jnp.zeros((1, 1), bool)))
 
 
-def network_state(network_config: ConfigDict, batch_size: int) -> Any:
-    """The recurrent state of `batch_size` fresh environments for the `ActorCritic` `config.network` describes: `()`
+def network_state(network: NetworkSettings, batch_size: int) -> Any:
+    """The recurrent state of `batch_size` fresh environments for the `ActorCritic` `network` describes: `()`
     without a core, a pair `(policy's, value's)` where each head has its own torso and core."""
-    return core_state(network_config.core, network_config.core_size, network_config.shared_torso, batch_size)
+    return core_state(network.core, network.core_size, network.shared_torso, batch_size)
 
 
-def q_network_state(network_config: ConfigDict, batch_size: int) -> Any:
-    """The recurrent state of `batch_size` fresh environments for the `QNetwork` `config.network` describes (one core
+def q_network_state(network: NetworkSettings, batch_size: int) -> Any:
+    """The recurrent state of `batch_size` fresh environments for the `QNetwork` `network` describes (one core
     over one torso: `shared_torso` does not apply)."""
-    return core_state(network_config.core, network_config.core_size, True, batch_size)
+    return core_state(network.core, network.core_size, True, batch_size)

@@ -23,7 +23,6 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-from ml_collections import ConfigDict
 
 from podracer.agents.models.layers import conv, dense
 from podracer.config.errors import ConfigError
@@ -179,10 +178,10 @@ def pixel_torso(network: Any) -> nn.Module:
     return ImpalaResNet(tuple(network.channels), network.num_blocks, network.hidden_size)
 
 
-def check_reads_observations(network_config: ConfigDict, observation_spec: Any) -> None:
-    """Raises `ConfigError` where a torso cannot read the observations: a pixel torso anything but stacked uint8
+def check_reads_observations(torso: str, observation_spec: Any) -> None:
+    """Raises `ConfigError` where `torso` cannot read the observations: a pixel torso anything but stacked uint8
     frames `[C, H, W]`, the multi-input torso a leaf of more than three axes."""
-    if network_config.torso == "multi_input":
+    if torso == "multi_input":
         too_deep = [spec.shape for spec in jax.tree.leaves(observation_spec) if len(spec.shape) > 3]
         if too_deep:
             raise ConfigError(
@@ -190,13 +189,12 @@ def check_reads_observations(network_config: ConfigDict, observation_spec: Any) 
                 f"'multi_input' reads vectors and images [H, W, C], but the environment observes {too_deep}",
                 "use --config.network.torso=mlp, which flattens any observation",
             )
-    if network_config.torso in VECTOR_TORSOS:
+    if torso in VECTOR_TORSOS:
         return
     shape, dtype = getattr(observation_spec, "shape", None), getattr(observation_spec, "dtype", None)
     if shape is None or len(shape) != 3 or dtype != np.uint8:
         raise ConfigError(
             "network.torso",
-            f"{network_config.torso!r} reads stacked uint8 frames [C, H, W], but "
-            f"the environment observes {shape} {dtype}",
+            f"{torso!r} reads stacked uint8 frames [C, H, W], but the environment observes {shape} {dtype}",
             "use --config.network.torso=mlp",
         )
