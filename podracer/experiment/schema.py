@@ -17,11 +17,11 @@ from ml_collections import ConfigDict
 
 from podracer import agents
 from podracer.agents.learning.optimizer import OPTIMIZERS
-from podracer.agents.models import network_settings
 from podracer.agents.models.cores import CORES
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.torsos import TORSOS, VECTOR_TORSOS
 from podracer.anakin import anakin_settings
-from podracer.config import field_checks, loading, population
+from podracer.config import field_checks, loading, population, settings
 from podracer.config.errors import ConfigError
 from podracer.config.loading import OPEN_FIELDS, unknown_field
 from podracer.run import evaluation, wandb_logger
@@ -63,7 +63,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.run.finite).
     wandb_logger.add_defaults(config)  # Trackers beside TensorBoard and metrics.jsonl: config.logger.wandb.
     ARCHITECTURES[architecture].add_defaults(config)
-    config.network = ConfigDict(network_settings.defaults())  # The network's fields (agents.models.network_settings).
+    config.network = ConfigDict(settings.defaults(NetworkSettings))  # The network's fields and their defaults.
     config.optimizer = ConfigDict(
         {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
     )

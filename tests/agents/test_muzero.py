@@ -16,6 +16,7 @@ from podracer.agents.models import muzero_model, support
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import Trajectory
+from podracer.config import settings
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from tests.agents.test_support import np_two_hot
 from tests.references import np_log_softmax
@@ -218,7 +219,7 @@ GOOD = 2
 def chain_search(config: ConfigDict, params: NetworkParams, observation: jax.Array):
     """The search `config` names from the roots of `observation`, jitted whole: eager, mctx's loop and the ops
     around it dispatch (and compile) one by one, several times slower."""
-    plan = search.search(config, gamma=0.9)
+    plan = search.search(settings.read(search.SearchSettings, config), gamma=0.9)
     return jax.jit(lambda p, o, key: plan(p, search.root(p, o), key))(params, observation, jax.random.key(0))
 
 
@@ -255,7 +256,7 @@ def test_gumbel_search_picks_the_rewarding_action_and_halves_the_other_visits():
 def test_each_environment_searches_alone_whatever_the_batch_beside_it():
     """Environment 1 keeps its observation and key while its two neighbours get others: its search is unchanged."""
     params = tiny_model_params(4)
-    act = jax.jit(search.make_act(agent_config(num_simulations=5), gamma=0.9))
+    act = jax.jit(search.make_act(search.SearchSettings(num_simulations=5), gamma=0.9))
     rng = np.random.default_rng(0)
     observations = jnp.asarray(rng.normal(size=(3, 2)), jnp.float32)
     keys = jax.random.split(jax.random.key(1), 3)

@@ -57,7 +57,7 @@ from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
 from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
@@ -201,7 +201,7 @@ def check_game(observation_spec: Any, game: Any) -> None:
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, NetworkSettings(**config.network)
+    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     game = with_config_kwargs(config, envs.make, config.env.name)  # Its rules are the search's model.
     replay_setup = replay.setup(config, agent_config.outcome_horizon + 1)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
@@ -230,7 +230,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     def learn(state: AlphaZeroState, trajectory: Trajectory, key: chex.PRNGKey, axis_name: str | None = None):
         return replay_learn(state, without_game_state(trajectory), key, axis_name)
 
-    act = search.act_by_search(agent_config, root, rules(game))
+    act = search.act_by_search(settings.read(search.SearchSettings, agent_config), root, rules(game))
     return Agent(
         init=init,
         act=act,

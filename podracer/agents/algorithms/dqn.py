@@ -64,7 +64,7 @@ from podracer.agents.models import networks
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import action_mask
@@ -235,7 +235,7 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, NetworkSettings(**config.network)
+    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     replay_setup = replay.setup(config, sequence_length=agent_config.sequence_length + agent_config.n_step)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
     epsilon = epsilon_schedule(agent_config, num_updates)

@@ -57,7 +57,7 @@ from podracer.agents.models import muzero_model, support
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
@@ -205,7 +205,7 @@ def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict)
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, NetworkSettings(**config.network)
+    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
     replay_setup = replay.setup(config, sequence_length)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
@@ -232,7 +232,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state = state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
         return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
 
-    act = search.make_act(agent_config, agent_config.gamma)
+    act = search.make_act(settings.read(search.SearchSettings, agent_config), agent_config.gamma)
     return Agent(
         init=init,
         act=act,

@@ -31,7 +31,7 @@ from podracer.agents.learning.returns import generalized_advantages
 from podracer.agents.models import networks, policy
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 from podracer.envs.timestep import FIRST
@@ -277,7 +277,7 @@ def build(config: ConfigDict, num_updates: int, centralised_critic: bool = False
         learn,
         unroll_fn=networks.unroll,
         optimizer=optimizer,
-        chunk=slices_gradients(NetworkSettings(**config.network)),
+        chunk=slices_gradients(settings.read(NetworkSettings, config.network)),
         **hyperparameters(agent_config),
     )
     return network_agent(config, optimizer, ppo_learn, centralised_critic=centralised_critic)

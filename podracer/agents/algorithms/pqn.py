@@ -49,7 +49,7 @@ from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 
@@ -157,7 +157,7 @@ def make_samples(
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, NetworkSettings(**config.network)
+    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(config.optimizer, gradient_steps=gradient_steps)
     epsilon = dqn.epsilon_schedule(agent_config, num_updates)

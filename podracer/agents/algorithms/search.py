@@ -26,6 +26,7 @@ steps the game's own rules, `podracer.agents.algorithms.alphazero`): its own roo
 vmapped over environments), so its action does not depend on the batch.
 """
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -37,22 +38,28 @@ from ml_collections import ConfigDict
 
 from podracer.agents.models import muzero_model, support
 from podracer.agents.models.networks import NetworkParams
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 
 SEARCHES = ("muzero", "gumbel")
 
-DEFAULTS = {
-    "search": "muzero",  # One of SEARCHES: "muzero" (pUCT, visit counts) or "gumbel" (for few simulations).
-    "num_simulations": 50,
-    "temperature": 1.0,  # muzero: actions are sampled from visit counts ** (1 / temperature).
-    "dirichlet_alpha": 0.25,  # muzero: the root's exploration noise (Appendix C: 0.25 for Atari).
-    "dirichlet_fraction": 0.25,
-    "pb_c_init": 1.25,  # muzero: pUCT's exploration constants (Appendix B, eq. 2).
-    "pb_c_base": 19652.0,
-    "max_num_considered_actions": 16,  # gumbel: actions Sequential Halving starts from.
-    "gumbel_scale": 1.0,  # gumbel: 0 makes the search deterministic.
-}
-"""The search fields of `config.agent`."""
+
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """A search's settings: the search fields of `config.agent` (`settings.read(SearchSettings, config.agent)`)."""
+
+    search: str = "muzero"  # One of SEARCHES: "muzero" (pUCT, visit counts) or "gumbel" (for few simulations).
+    num_simulations: int = 50
+    temperature: float = 1.0  # muzero: actions are sampled from visit counts ** (1 / temperature).
+    dirichlet_alpha: float = 0.25  # muzero: the root's exploration noise (Appendix C: 0.25 for Atari).
+    dirichlet_fraction: float = 0.25
+    pb_c_init: float = 1.25  # muzero: pUCT's exploration constants (Appendix B, eq. 2).
+    pb_c_base: float = 19652.0
+    max_num_considered_actions: int = 16  # gumbel: actions Sequential Halving starts from.
+    gumbel_scale: float = 1.0  # gumbel: 0 makes the search deterministic.
+
+
+DEFAULTS = settings.defaults(SearchSettings)
+"""The search fields of `config.agent`, at their defaults."""
 
 
 def validate(config: ConfigDict) -> None:
@@ -93,53 +100,53 @@ def root(params: NetworkParams, observation: Any) -> mctx.RootFnOutput:
     return mctx.RootFnOutput(prior_logits=prior_logits, value=support.to_scalar(value_logits), embedding=latent)
 
 
-def planner(agent_config: ConfigDict, recurrent: Callable) -> Callable:
-    """`plan(params, root, key, invalid_actions=None) -> mctx.PolicyOutput`: the search `agent_config` names over a
+def planner(search_settings: SearchSettings, recurrent: Callable) -> Callable:
+    """`plan(params, root, key, invalid_actions=None) -> mctx.PolicyOutput`: the search `search_settings` names over a
     batch of roots, expanding nodes with `recurrent` (mctx's `recurrent_fn`); `invalid_actions` (bool `[N, A]`,
     True = illegal) are never searched or chosen at the root."""
 
     def plan(params: Any, root_output: mctx.RootFnOutput, key: chex.PRNGKey, invalid_actions: Any = None):
-        if agent_config.search == "gumbel":
+        if search_settings.search == "gumbel":
             return mctx.gumbel_muzero_policy(
                 params,
                 key,
                 root_output,
                 recurrent,
-                num_simulations=agent_config.num_simulations,
+                num_simulations=search_settings.num_simulations,
                 invalid_actions=invalid_actions,
-                max_num_considered_actions=agent_config.max_num_considered_actions,
-                gumbel_scale=agent_config.gumbel_scale,
+                max_num_considered_actions=search_settings.max_num_considered_actions,
+                gumbel_scale=search_settings.gumbel_scale,
             )
         return mctx.muzero_policy(
             params,
             key,
             root_output,
             recurrent,
-            num_simulations=agent_config.num_simulations,
+            num_simulations=search_settings.num_simulations,
             invalid_actions=invalid_actions,
-            dirichlet_fraction=agent_config.dirichlet_fraction,
-            dirichlet_alpha=agent_config.dirichlet_alpha,
-            pb_c_init=agent_config.pb_c_init,
-            pb_c_base=agent_config.pb_c_base,
-            temperature=agent_config.temperature,
+            dirichlet_fraction=search_settings.dirichlet_fraction,
+            dirichlet_alpha=search_settings.dirichlet_alpha,
+            pb_c_init=search_settings.pb_c_init,
+            pb_c_base=search_settings.pb_c_base,
+            temperature=search_settings.temperature,
         )
 
     return plan
 
 
-def search(agent_config: ConfigDict, gamma: float) -> Callable:
+def search(search_settings: SearchSettings, gamma: float) -> Callable:
     """MuZero's `search(params, root, key) -> mctx.PolicyOutput`, in its learned model, over a batch of roots."""
-    return planner(agent_config, recurrent_fn(gamma))
+    return planner(search_settings, recurrent_fn(gamma))
 
 
 RootFn = Callable[[Any, Any], tuple[mctx.RootFnOutput, Any]]
 """`(params, observation [N, ...]) -> (mctx.RootFnOutput, invalid_actions [N, A] or None)`: a search's roots."""
 
 
-def act_by_search(agent_config: ConfigDict, root_fn: RootFn, recurrent: Callable) -> Callable:
+def act_by_search(search_settings: SearchSettings, root_fn: RootFn, recurrent: Callable) -> Callable:
     """`act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment from its
     `root_fn` root, expanding with `recurrent`; extras: the search policy and the root's search value."""
-    plan = planner(agent_config, recurrent)
+    plan = planner(search_settings, recurrent)
 
     def act(params: Any, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
         def one_environment(single_observation: Any, environment_key: chex.PRNGKey):
@@ -153,10 +160,10 @@ def act_by_search(agent_config: ConfigDict, root_fn: RootFn, recurrent: Callable
     return act
 
 
-def make_act(agent_config: ConfigDict, gamma: float) -> Callable:
+def make_act(search_settings: SearchSettings, gamma: float) -> Callable:
     """MuZero's `act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment."""
     return act_by_search(
-        agent_config, lambda params, observation: (root(params, observation), None), recurrent_fn(gamma)
+        search_settings, lambda params, observation: (root(params, observation), None), recurrent_fn(gamma)
     )
 
 

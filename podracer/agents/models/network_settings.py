@@ -1,13 +1,12 @@
 """`NetworkSettings`: what a config's `network` group says, as plain values the networks are built from.
 
 The fields and their defaults are the `network` group's: the config schema
-builds the group from `defaults()`, and an agent's builder reads the group
-once (`NetworkSettings(**config.network)`) and hands the values down, so the
-networks, their states and their checks never see a config.
+builds the group from them (`podracer.config.settings.defaults`), and an
+agent's builder reads the group once (`settings.read`) and hands the values
+down, so the networks, their states and their checks never see a config.
 """
 
 import dataclasses
-from typing import Any
 
 SEQUENCE_FIELDS = ("hidden_sizes", "channels", "head_hidden_sizes")
 
@@ -31,8 +30,3 @@ class NetworkSettings:
     def __post_init__(self) -> None:
         for name in SEQUENCE_FIELDS:  # A config's lists as tuples: the settings stay hashable, as flax fields must.
             object.__setattr__(self, name, tuple(getattr(self, name)))
-
-
-def defaults() -> dict[str, Any]:
-    """The `network` group of a config at its defaults."""
-    return dataclasses.asdict(NetworkSettings())
