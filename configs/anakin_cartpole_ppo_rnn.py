@@ -5,9 +5,9 @@ epochs x 4 minibatches of whole environments (each replaying its 128-step
 sequence from its stored GRU state), Adam 2.5e-4 annealed to 0, clipping 0.2
 (value clipped too), GAE lambda 0.95, entropy 0.01, 5e5 environment steps. Its
 network: Dense(128) ReLU embedding -> GRU(128) -> actor and critic heads of
-one Dense(128) ReLU layer each. `scripts/compare_purejaxrl.py --task
-cartpole_rnn` times the two side by side, on podracer's own pure-JAX CartPole
-against gymnax's.
+one Dense(128) ReLU layer each. `python -m scripts.compare_purejaxrl
+--task cartpole_rnn` times the two side by side, on podracer's own
+pure-JAX CartPole against gymnax's.
 """
 
 from podracer import defaults

@@ -6,7 +6,7 @@ both see the same machine load; reports the median of each and the overhead.
 Catch's update is the smallest of the built-in workloads, so it bounds the
 relative cost from above. Usage:
 
-    python scripts/benchmark_finite_check.py [--repeats 30]
+    python -m scripts.benchmark_finite_check [--repeats 30]
 """
 
 import argparse

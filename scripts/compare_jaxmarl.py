@@ -36,7 +36,7 @@ host after every update (its `wandb.log`, which is part of the script and so
 of its timing), podracer returns to the host once per dispatch of
 `--updates-per-dispatch` updates (its config's 100).
 
-    python scripts/compare_jaxmarl.py --jaxmarl ~/JaxMARL [--pairs 5] [--total-steps 1e6] [--num-envs 16]
+    python -m scripts.compare_jaxmarl --jaxmarl ~/JaxMARL [--pairs 5] [--total-steps 1e6] [--num-envs 16]
 """
 
 import argparse
@@ -46,11 +46,9 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
-import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_pairs  # noqa: E402
-
-from podracer.devices.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
+from podracer.devices.xla_cpu import THREADS_ENV, child_environment
+from scripts import purejaxrl_runs
+from scripts.compare_purejaxrl import fresh_pairs
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_mpe_spread_ippo.py")
 SCRIPT = os.path.join("baselines", "IPPO", "ippo_ff_mpe.py")
@@ -163,7 +161,7 @@ def main(argv=None) -> int:
         f"XLA:CPU threads={threads}, fresh processes; returns are the agents' mean",
         flush=True,
     )
-    results = fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env)
+    results = fresh_pairs("scripts.compare_jaxmarl", argv or sys.argv[1:], args.pairs, SIDES, env)
     for seed in range(args.pairs):
         theirs, ours = results[seed]["jaxmarl"], results[seed]["podracer"]
         print(

@@ -37,7 +37,7 @@ stand-in serves for each that is missing. It was written against gymnax's
 `step` of one `done` flag; on gymnax 1.0 its log wrapper is given one
 (termination or time limit, as gymnax 0.0.x's `done` was).
 
-    python scripts/compare_purejaxql.py --purejaxql ~/purejaxql [--pairs 3] [--total-steps 2e6] [--whole-machine]
+    python -m scripts.compare_purejaxql --purejaxql ~/purejaxql [--pairs 3] [--total-steps 2e6] [--whole-machine]
 """
 
 import argparse
@@ -49,11 +49,9 @@ import sys
 import time
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
-import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_pairs  # noqa: E402
-
-from podracer.devices.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
+from podracer.devices.xla_cpu import THREADS_ENV, child_environment
+from scripts import purejaxrl_runs
+from scripts.compare_purejaxrl import fresh_pairs
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_minatar_breakout_pqn.py")
 # purejaxql's config/alg/pqn_minatar.yaml, with pqn_gymnax.py's network at its defaults and no in-training tests.
@@ -185,7 +183,7 @@ def main(argv=None) -> int:
     print(f"Breakout-MinAtar: {steps:,} steps per run, {setting}, fresh processes")
     results = {
         seed: {side: (result["steps_per_second"], result["final_return"]) for side, result in pair.items()}
-        for seed, pair in fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env).items()
+        for seed, pair in fresh_pairs("scripts.compare_purejaxql", argv or sys.argv[1:], args.pairs, SIDES, env).items()
     }
     for seed in range(args.pairs):
         (theirs, their_return), (ours, our_return) = results[seed]["purejaxql"], results[seed]["podracer"]

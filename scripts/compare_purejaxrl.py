@@ -22,11 +22,11 @@ With `--fresh-processes` each timed run has a new Python process of its own
 instead, PureJaxRL and podracer taking turns (who goes first alternates from
 pair to pair), so that neither run inherits the other's memory, threads or
 warm caches: each times the first execution of its freshly compiled program.
-Compilation is left out of both either way (`purejaxrl_runs.py`). Each run's
+Compilation is left out of both either way (`purejaxrl_runs`). Each run's
 final return, the mean of its last 100 episodes, is printed beside its speed.
 Usage:
 
-    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl [--task cartpole_rnn] [--pairs 6] [--fresh-processes]
+    python -m scripts.compare_purejaxrl --purejaxrl ~/purejaxrl [--task cartpole_rnn] [--pairs 6] [--fresh-processes]
 
 `--num-envs N` and `--total-steps S` change the batch and the length of the
 run on both sides alike (PureJaxRL's NUM_ENVS and TOTAL_TIMESTEPS, podracer's
@@ -45,7 +45,7 @@ default that is the podracer config's `cpu_threads` (one thread) below
 machine a second thread makes PPO on CartPole 1.5x as fast on both sides at
 256 and at 2,048 environments, while it slows CleanRL's 4 environments down.
 
-    python scripts/compare_purejaxrl.py --purejaxrl ~/purejaxrl --num-envs 2048 --total-steps 1e7
+    python -m scripts.compare_purejaxrl --purejaxrl ~/purejaxrl --num-envs 2048 --total-steps 1e7
 """
 
 import argparse
@@ -58,8 +58,7 @@ from typing import NamedTuple
 
 from ml_collections import ConfigDict
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helper beside it, however this file is loaded.
-import purejaxrl_runs  # noqa: E402
+from scripts import module_command, on_path, purejaxrl_runs
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -143,26 +142,27 @@ def side_command(args: argparse.Namespace, side: str, seed: int) -> list[str]:
             flags += [flag, str(value)]
     if args.total_steps is not None:
         flags += ["--total-steps", repr(args.total_steps)]
-    return rerun_command(__file__, flags, side, seed)
+    return rerun_command("scripts.compare_purejaxrl", flags, side, seed)
 
 
-def rerun_command(script: str, flags: list[str], side: str, seed: int) -> list[str]:
-    """`script` run again with `flags` in a fresh process, to time one run of `side` on `seed`."""
-    return [sys.executable, os.path.abspath(script), *flags, "--side", side, "--seed", str(seed)]
+def rerun_command(module: str, flags: list[str], side: str, seed: int) -> list[str]:
+    """`module` (`scripts.NAME`) run again with `flags` in a fresh process, to time one run of `side` on `seed`."""
+    return module_command(module, *flags, "--side", side, "--seed", str(seed))
 
 
-def fresh_pairs(script: str, flags: list[str], pairs: int, sides: tuple[str, str], env: dict) -> dict[int, dict]:
-    """`{seed: {side: result}}` of `pairs` pairs of timed runs of `script` with `flags`, each run in a fresh process
+def fresh_pairs(module: str, flags: list[str], pairs: int, sides: tuple[str, str], env: dict) -> dict[int, dict]:
+    """`{seed: {side: result}}` of `pairs` pairs of timed runs of `module` with `flags`, each run in a fresh process
     (`rerun_command`), the sides taking turns (`fresh_run_order`)."""
     results: dict[int, dict] = {}
     for seed, side in fresh_run_order(pairs, sides):
-        results.setdefault(seed, {})[side] = fresh_result(rerun_command(script, flags, side, seed), side, seed, env)
+        results.setdefault(seed, {})[side] = fresh_result(rerun_command(module, flags, side, seed), side, seed, env)
     return results
 
 
 def fresh_result(command: list[str], side: str, seed: int, env: dict | None = None) -> dict:
-    """The results of one timed run, `side` on `seed`, that `command` makes in a fresh process; exits if it fails."""
-    child = subprocess.run(command, capture_output=True, text=True, env=env)
+    """The results of one timed run, `side` on `seed`, that `command` makes in a fresh process (`env`, this one's by
+    default, with the repository root on its PYTHONPATH); exits if it fails."""
+    child = subprocess.run(command, capture_output=True, text=True, env=on_path(env))
     if child.returncode:
         sys.exit(f"{side} run on seed {seed} failed ({child.returncode}):\n{child.stderr[-4000:]}")
     return read_result(child.stdout)

@@ -34,7 +34,7 @@ Pendulum's 200-step time limit as a termination (gymnax 0.0.x's single
 rejax's networks start from flax's default initialisers and its log-std is
 clipped to [-10, 2], podracer's are orthogonal and [-5, 2].
 
-    python scripts/compare_rejax.py --rejax /tmp/rejax-site [--pairs 5] [--total-steps 10000] [--num-envs 1]
+    python -m scripts.compare_rejax --rejax /tmp/rejax-site [--pairs 5] [--total-steps 10000] [--num-envs 1]
 """
 
 import argparse
@@ -44,11 +44,9 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Its helpers beside it, however this file is loaded.
-import purejaxrl_runs  # noqa: E402
-from compare_purejaxrl import fresh_pairs  # noqa: E402
-
-from podracer.devices.xla_cpu import THREADS_ENV, child_environment  # noqa: E402
+from podracer.devices.xla_cpu import THREADS_ENV, child_environment
+from scripts import purejaxrl_runs
+from scripts.compare_purejaxrl import fresh_pairs
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_pendulum_sac.py")
 # rejax's configs/gymnax/pendulum.yaml, `sac` (v0.1.3), observation normalisation off (see above).
@@ -209,7 +207,7 @@ def main(argv=None) -> int:
         f"{args.num_envs} environment(s), podracer on {args.cpu_devices} XLA:CPU device(s), fresh processes",
         flush=True,
     )
-    results = fresh_pairs(__file__, argv or sys.argv[1:], args.pairs, SIDES, env)
+    results = fresh_pairs("scripts.compare_rejax", argv or sys.argv[1:], args.pairs, SIDES, env)
     for seed in range(args.pairs):
         theirs, ours = results[seed]["rejax"], results[seed]["podracer"]
         print(

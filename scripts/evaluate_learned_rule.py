@@ -1,8 +1,8 @@
 """A meta-trained LPG rule on held-out grid worlds and chains: a fresh agent it trains, against actor-critic and
 a random policy at the same number of steps. A table for docs/meta-learning.md, not a CI test.
 
-    python scripts/evaluate_learned_rule.py runs/lpg/rule                 # every family, seeds 0-2
-    python scripts/evaluate_learned_rule.py runs/lpg/rule --steps 40960 --seeds 0 1 2 3 4
+    python -m scripts.evaluate_learned_rule runs/lpg/rule                 # every family, seeds 0-2
+    python -m scripts.evaluate_learned_rule runs/lpg/rule --steps 40960 --seeds 0 1 2 3 4
 
 Each family of `configs/anakin_lpg_gridworlds.py` is evaluated on its
 held-out layouts (`env.kwargs.held_out_layouts`: every reset draws among the

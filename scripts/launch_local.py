@@ -7,7 +7,7 @@ for CPU collectives. Output lines are prefixed with the process index. If any
 process fails, the others are stopped and the launcher exits with its status.
 The pod itself is `podracer.devices.local_pod`; this is its command line. Usage:
 
-    python scripts/launch_local.py --processes 2 --devices-per-process 2 -- \\
+    python -m scripts.launch_local --processes 2 --devices-per-process 2 -- \\
         --config configs/anakin_catch.py --workdir runs/local_pod
 """
 

@@ -10,9 +10,9 @@ on one device. Runs are deterministic for a seed, lag and device count, so
 running `--jobs` of them side by side changes their speed, not their results.
 Usage:
 
-    python scripts/seed_sweep.py                         # every CartPole config, seeds 0-4
-    python scripts/seed_sweep.py --only sebulba_cartpole_impala --seeds 0 1 2
-    python scripts/seed_sweep.py --only sebulba_cartpole_ppo --set agent.num_epochs=2   # try a change
+    python -m scripts.seed_sweep                         # every CartPole config, seeds 0-4
+    python -m scripts.seed_sweep --only sebulba_cartpole_impala --seeds 0 1 2
+    python -m scripts.seed_sweep --only sebulba_cartpole_ppo --set agent.num_epochs=2   # try a change
 """
 
 import argparse
@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 from podracer.devices.xla_cpu import child_environment
+from scripts import module_command, on_path
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 CARTPOLE_CONFIGS = (
@@ -74,8 +75,8 @@ def lags(name: str) -> list[int | None]:
 
 
 def launch(name: str, lag: int | None, seed: int, overrides: list[str]) -> float:
-    env = child_environment(devices=None if lag is None else 2)  # Sebulba: one actor and one learner device.
-    command = [sys.executable, os.path.abspath(__file__), "--run", name, str(seed), str(lag)]
+    env = on_path(child_environment(devices=None if lag is None else 2))  # Sebulba: one actor and one learner device.
+    command = module_command("scripts.seed_sweep", "--run", name, str(seed), str(lag))
     command += [f"--set={override}" for override in overrides]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if result.returncode:

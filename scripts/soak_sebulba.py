@@ -10,8 +10,8 @@ per minute from a least-squares fit, and any stall: a sample interval with no
 new steps, or one under half the median rate. Exits 1 if it saw a stall or the
 stop went wrong. Linux only. Usage:
 
-    python scripts/soak_sebulba.py                          # 30 minutes of sebulba_cartpole_impala
-    python scripts/soak_sebulba.py --minutes 10 --config configs/sebulba_cartpole_ppo.py
+    python -m scripts.soak_sebulba                          # 30 minutes of sebulba_cartpole_impala
+    python -m scripts.soak_sebulba --minutes 10 --config configs/sebulba_cartpole_ppo.py
 """
 
 import argparse

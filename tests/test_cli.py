@@ -150,7 +150,7 @@ BAD_INPUTS = [
     (CATCH, ["--config.total_steps=0"], 1, ["config.total_steps", ">= 1", "--config.total_steps=1000000"]),
     (CATCH, ["--config.env.kwargs.rows=1"], 1, ["config.env.kwargs", "rows", "rows >= 2"]),
     (CATCH, ["--config.cpu_threads=-1"], 1, ["config.cpu_threads", ">= 0", "--config.cpu_threads=1"]),
-    (CATCH, ["--config.replicas=2"], 1, ["config.replicas", "2 processes requested", "launch_local.py"]),
+    (CATCH, ["--config.replicas=2"], 1, ["config.replicas", "2 processes requested", "scripts.launch_local"]),
     (CATCH, ["--config.resume=sometimes"], 1, ["config.resume", "'sometimes'", "must"]),
     (CATCH, ["--config.resume=must"], 1, ["config.resume", "holds no checkpoint", "resume=auto"]),
     (CATCH, ["--config.checkpoint.keep=0"], 1, ["config.checkpoint.keep", ">= 1"]),

@@ -5,9 +5,9 @@ With more, every process calls `jax.distributed.initialize` before JAX touches
 a device, and afterwards `jax.devices()` lists the devices of every process:
 
 - With `PODRACER_COORDINATOR_ADDRESS` (and `PODRACER_PROCESS_ID`) in the
-  environment, as `scripts/launch_local.py` sets them for a pod of local
-  processes (or a GPU cluster's launcher would), the coordinator is explicit
-  and CPU collectives go through gloo.
+  environment, as `python -m scripts.launch_local` sets them for a pod of
+  local processes (or a GPU cluster's launcher would), the coordinator is
+  explicit and CPU collectives go through gloo.
 - Without it, JAX detects the cluster itself: Cloud TPU VMs (every worker of a
   slice), SLURM and other environments it knows.
 
@@ -45,7 +45,7 @@ def start(config: ConfigDict) -> None:
         raise ConfigError(
             "replicas",
             f"{config.replicas} processes expected but this job has {jax.process_count()}",
-            "start one process per replica (scripts/launch_local.py, scripts/launch_tpu.sh) or set "
+            "start one process per replica (python -m scripts.launch_local, scripts/launch_tpu.sh) or set "
             f"--config.replicas={jax.process_count()}",
         )
 
@@ -76,7 +76,7 @@ def initialize(replicas: int) -> None:
                 "replicas",
                 f"{replicas} processes requested, but this is not a Cloud TPU slice or a cluster JAX detects ({error})",
                 f"set {COORDINATOR_ENV} and {PROCESS_ID_ENV} in every process, use "
-                "scripts/launch_local.py on one machine, or leave --config.replicas=1",
+                "python -m scripts.launch_local on one machine, or leave --config.replicas=1",
             ) from None
 
 

@@ -5,8 +5,8 @@ coordinator (`PODRACER_COORDINATOR_ADDRESS`, see `podracer.devices.distributed`)
 use gloo for CPU collectives, so a multi-host path can be exercised, and
 measured, without a cluster. Each line a process prints is relayed with its
 index in front. If any process fails, the others are stopped and the pod's
-status is that process's. `scripts/launch_local.py` is the command line over
-this module; `podracer bench` measures Sebulba's replicas with it.
+status is that process's. `python -m scripts.launch_local` is the command
+line over this module; `podracer bench` measures Sebulba's replicas with it.
 """
 
 import signal

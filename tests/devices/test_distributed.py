@@ -1,7 +1,7 @@
 """Replicas across processes: a pod of local processes joined by `jax.distributed` with gloo collectives.
 
 Each test starts 2 processes x 2 forced CPU devices on loopback, as
-`scripts/launch_local.py` does (running `tests/programs/train_in_pod.py`); the
+`python -m scripts.launch_local` does (running `tests/programs/train_in_pod.py`); the
 final parameters must be bitwise identical in every process, and losing a
 process must end the others, never hang them.
 """
@@ -47,7 +47,7 @@ def test_two_sebulba_processes_train_to_bitwise_identical_parameters(tmp_path):
 
 @pytest.mark.slow  # A pod of processes through the launcher, about 16 s; the pod tests above cover training.
 def test_launch_local_reports_the_job_once(tmp_path):
-    launcher = [sys.executable, "scripts/launch_local.py", "--processes", "2", "--devices-per-process", "2", "--"]
+    launcher = [sys.executable, "-m", "scripts.launch_local", "--processes", "2", "--devices-per-process", "2", "--"]
     train = ["--config", "configs/anakin_catch.py", "--config.num_envs=32", "--config.total_steps=20480"]
     result = run([*launcher, *train, "--noprogress", "--workdir", str(tmp_path)])
     assert result.returncode == 0, result.stdout[-3000:]

@@ -1,20 +1,13 @@
-"""`scripts/compare_jaxmarl.py`: both sides run JaxMARL's IPPO settings for the same whole updates, at any number of
+"""`scripts.compare_jaxmarl`: both sides run JaxMARL's IPPO settings for the same whole updates, at any number of
 environments, and JaxMARL's logged return is put on podracer's scale.
 
 Timing itself needs a JaxMARL checkout and is not tested here.
 """
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT
-
-SPEC = importlib.util.spec_from_file_location("compare_jaxmarl", os.path.join(ROOT, "scripts", "compare_jaxmarl.py"))
-compare = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(compare)
+from scripts import compare_jaxmarl as compare
 
 
 def test_podracers_config_takes_jaxmarls_settings():

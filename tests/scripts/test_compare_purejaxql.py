@@ -1,20 +1,11 @@
-"""`scripts/compare_purejaxql.py`: both sides run the same hyperparameters for the same whole updates.
+"""`scripts.compare_purejaxql`: both sides run the same hyperparameters for the same whole updates.
 
 Timing itself needs a purejaxql checkout and is not tested here.
 """
 
-import importlib.util
-import os
-
 import pytest
 
-from tests.helpers import ROOT
-
-SPEC = importlib.util.spec_from_file_location(
-    "compare_purejaxql", os.path.join(ROOT, "scripts", "compare_purejaxql.py")
-)
-compare = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(compare)
+from scripts import compare_purejaxql as compare
 
 
 def test_purejaxqls_settings_are_the_podracer_configs():

@@ -1,4 +1,4 @@
-"""`scripts/compare_purejaxrl.py`: how a run is cut into podracer's dispatches so that both sides make the same
+"""`scripts.compare_purejaxrl`: how a run is cut into podracer's dispatches so that both sides make the same
 updates, that both sides run the same hyperparameters, how fresh processes take turns, and how each side's speed and
 final return are read.
 
@@ -6,7 +6,6 @@ Timing itself needs a PureJaxRL checkout and is not tested here.
 """
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -15,13 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT
+from scripts import compare_purejaxrl as compare
+from scripts import on_path
+from tests.helpers import ROOT, run, users_environment
 
-SPEC = importlib.util.spec_from_file_location(
-    "compare_purejaxrl", os.path.join(ROOT, "scripts", "compare_purejaxrl.py")
-)
-compare = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(compare)
 runs = compare.purejaxrl_runs
 
 
@@ -118,10 +114,19 @@ def test_a_fresh_process_is_given_the_same_run():
         "--fresh-processes",
     )
     command = compare.side_command(args, "podracer", 3)
-    assert command[:2] == [sys.executable, os.path.join(ROOT, "scripts", "compare_purejaxrl.py")]
-    child = compare.make_parser().parse_args(command[2:])
+    assert command[:4] == [sys.executable, "-P", "-m", "scripts.compare_purejaxrl"]
+    child = compare.make_parser().parse_args(command[4:])
     expected = {**vars(args), "fresh_processes": False, "pairs": 6, "side": "podracer", "seed": 3}
     assert vars(child) == expected
+
+
+def test_a_fresh_process_finds_the_scripts_from_any_folder():
+    """A child started as the comparisons start theirs imports this checkout's `scripts`, even from a folder with a
+    `scripts` package of its own (tests/ has one) and with no PYTHONPATH of the parent's."""
+    command = compare.rerun_command("scripts.compare_purejaxrl", ["--help"], "podracer", 0)
+    result = run(command, env=on_path(users_environment()), cwd=os.path.join(ROOT, "tests"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--purejaxrl" in result.stdout
 
 
 def test_a_fresh_process_result_is_its_last_result_line():

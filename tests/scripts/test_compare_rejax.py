@@ -1,19 +1,12 @@
-"""`scripts/compare_rejax.py`: podracer's config takes rejax's Pendulum SAC settings, on one device or split over two,
+"""`scripts.compare_rejax`: podracer's config takes rejax's Pendulum SAC settings, on one device or split over two,
 at 1 environment or more on both sides.
 
 Timing itself needs rejax and is not tested here.
 """
 
-import importlib.util
-import os
-
 import pytest
 
-from tests.helpers import ROOT
-
-SPEC = importlib.util.spec_from_file_location("compare_rejax", os.path.join(ROOT, "scripts", "compare_rejax.py"))
-compare = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(compare)
+from scripts import compare_rejax as compare
 
 
 def test_podracers_config_takes_rejaxs_settings():

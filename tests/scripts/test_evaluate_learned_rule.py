@@ -1,19 +1,13 @@
-"""`scripts/evaluate_learned_rule.py`: fresh learners set up as the meta-trained agents, on held-out layouts, and the
+"""`scripts.evaluate_learned_rule`: fresh learners set up as the meta-trained agents, on held-out layouts, and the
 random policy's return. Training and its table are the script's business (docs/meta-learning.md)."""
 
 import argparse
-import importlib.util
-import os
 
 import numpy as np
 import pytest
 
 import podracer
-from tests.helpers import ROOT
-
-SPEC = importlib.util.spec_from_file_location("evaluate", os.path.join(ROOT, "scripts", "evaluate_learned_rule.py"))
-evaluate = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(evaluate)
+from scripts import evaluate_learned_rule as evaluate
 
 
 def test_both_learners_are_the_meta_trained_agents_on_held_out_layouts():
