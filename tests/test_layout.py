@@ -225,3 +225,10 @@ def test_the_code_layout_page_names_every_folder_of_the_package():
     }
     unnamed = sorted(folder for folder in folders if f"][{folder}]" not in page)
     assert unnamed == [], f"describe these folders in docs/code-layout.md, linked as [`NAME`][NAME]: {unnamed}"
+
+
+def test_the_code_layout_page_names_every_script():
+    page = (PACKAGE.parent / "docs" / "code-layout.md").read_text()
+    scripts = [path for path in (PACKAGE.parent / "scripts").iterdir() if path.suffix in (".py", ".sh")]
+    names = {path.stem if path.suffix == ".py" else path.name for path in scripts} - {"__init__"}
+    assert sorted(name for name in names if f"`{name}`" not in page) == []
