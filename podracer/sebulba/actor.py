@@ -8,6 +8,7 @@ what the unroll left on the host from there, what it left on the actor device
 device-to-device. The handle goes on the thread's own bounded queue.
 """
 
+import dataclasses
 import queue
 from collections.abc import Callable
 from typing import NamedTuple
@@ -68,29 +69,35 @@ def policy_version(rollout_index: int, policy_lag: int, first_version: int = 0) 
     return max(first_version, rollout_index - policy_lag)
 
 
-def run_actor(
-    *,
-    unroll: Unroll,
-    device: jax.Device,
-    parameters: ParameterVersions,
-    rollouts: queue.Queue,
-    control: RunControl,
-    policy_lag: int,
-    first_rollout: int,
-    num_rollouts: int,
-    clock: PhaseClock,
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class ActorLoop:
+    """What one actor thread runs with (`run_actor`): its rollouts' source and destination, and which to make."""
+
+    unroll: Unroll  # make_unroll's: steps this thread's environments and sends the trajectory to the learners.
+    device: jax.Device  # The actor device it acts on.
+    parameters: ParameterVersions  # Where it reads each version of the acting parameters.
+    rollouts: queue.Queue  # Its queue to the learner.
+    control: RunControl
+    policy_lag: int  # How many updates behind the learner each rollout acts (`policy_version`).
+    first_rollout: int  # The first rollout to make (a resumed run skips those done).
+    num_rollouts: int
+    clock: PhaseClock  # The thread's time: waiting here, the rest in `unroll`.
+
+
+def run_actor(loop: ActorLoop) -> None:
     """The body of one actor thread: rollouts `first_rollout` to `num_rollouts - 1` (a resumed run skips some).
 
     `unroll` steps environments that were created on the main thread and are used only here, and sends its
     trajectories to the learner devices. The thread's time goes on `clock`: waiting here, the rest in `unroll`.
     """
-    for index in range(first_rollout, num_rollouts):
-        version = policy_version(index, policy_lag, first_rollout)
-        clock.enter("wait")
-        params = control.wait(lambda t: parameters.get(version, device, t), f"parameters version {version}")
-        unrolled = unroll(params)
+    for index in range(loop.first_rollout, loop.num_rollouts):
+        version = policy_version(index, loop.policy_lag, loop.first_rollout)
+        loop.clock.enter("wait")
+        params = loop.control.wait(
+            lambda t: loop.parameters.get(version, loop.device, t), f"parameters version {version}"
+        )
+        unrolled = loop.unroll(params)
         rollout = Rollout(trajectory=unrolled.trajectory, params_version=version, completed=unrolled.completed)
-        clock.enter("wait")
-        control.wait(lambda t: rollouts.put(rollout, timeout=t), "space in the rollout queue")
-        clock.enter(None)
+        loop.clock.enter("wait")
+        loop.control.wait(lambda t: loop.rollouts.put(rollout, timeout=t), "space in the rollout queue")
+        loop.clock.enter(None)

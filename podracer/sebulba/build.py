@@ -10,7 +10,6 @@ written. Whatever fails, the environments it made are closed.
 import dataclasses
 import functools
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,9 +35,13 @@ from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.sebulba_evaluation import make_evaluate
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class SebulbaRun:
-    """Everything `build` makes: the run's devices, environments, agent, compiled update and initial state."""
+    """Everything `build` makes: the run's devices, environments, agent, compiled update and initial state.
+
+    A resumed run is another `SebulbaRun` (`dataclasses.replace`) with the checkpoint's state, keys and update.
+    What changes while it runs lives elsewhere: the threads' stop and failures in `control`.
+    """
 
     config: ConfigDict
     agent: Agent
@@ -62,8 +65,6 @@ class SebulbaRun:
     control: RunControl
     evaluate: Callable | None  # The evaluation (`podracer.sebulba.sebulba_evaluation`); None without evaluation.
     first_update: int = 0  # The update count the run starts from: a resumed checkpoint's.
-    stopped_how: str = ""  # After a signal: whether the stop's checkpoint was written.
-    threads: list[threading.Thread] = dataclasses.field(default_factory=list)
 
     def checkpoint_state(self, learner_state: Any) -> dict:
         """What a checkpoint holds besides its metadata (the update count, hence the parameter version)."""

@@ -9,6 +9,7 @@ them into `learner_minibatches` sequential updates, and runs `agent.learn`
 axis. The new acting parameters then go device-to-device to every actor device.
 """
 
+import dataclasses
 import queue
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -72,25 +73,29 @@ def make_learner_update(agent: Agent, mesh: Mesh, learner_minibatches: int, chec
     return jax.jit(update, donate_argnums=0)
 
 
-def run_learner(
-    *,
-    state: Any,
-    update: Callable,
-    acting_params: Callable,
-    rollout_queues: list[queue.Queue],
-    parameters: ParameterVersions,
-    control: RunControl,
-    key,
-    first_version: int,
-    num_updates: int,
-    log_every: int,
-    checkpoint_due: Callable[[int], bool],
-    report: Callable[[dict | None, SebulbaState, bool], None],
-    result: list,
-    clock: PhaseClock,
-    actor_clocks: Sequence[PhaseClock],
-) -> None:
-    """The body of the learner thread: updates `first_version + 1` to `num_updates`; appends the final state to `result`.
+@dataclasses.dataclass(frozen=True)
+class LearnerLoop:
+    """What the learner thread runs with: the compiled update, where rollouts come from and parameters go, and when
+    it reports records and checkpoints (`run_learner`)."""
+
+    update: Callable  # make_learner_update's: (state, trajectories, key) -> (state, (metrics, flags)).
+    acting_params: Callable  # The agent's: learner state -> the parameters the actors act with.
+    rollout_queues: list[queue.Queue]  # One per actor thread, read in this order.
+    parameters: ParameterVersions  # Where each update's acting parameters are published.
+    control: RunControl
+    key: jax.Array  # Update v learns with fold_in(key, v).
+    first_version: int  # The update count it starts from (a resumed checkpoint's).
+    num_updates: int
+    log_every: int  # Updates between two records.
+    checkpoint_due: Callable[[int], bool]
+    report: Callable[[dict | None, SebulbaState, bool], None]  # (record or None, state, whether to save it).
+    clock: PhaseClock  # The learner's time.
+    actor_clocks: Sequence[PhaseClock]  # The actors', for the records' time shares.
+
+
+def run_learner(loop: LearnerLoop, state: Any, result: list) -> None:
+    """The body of the learner thread: updates `first_version + 1` to `num_updates` of `state` (which the first
+    update donates); appends the final state to `result`.
 
     After each update it checks the metrics and the state for non-finite
     values (`podracer.run.finite.check`, raising before the state can be saved).
@@ -102,29 +107,33 @@ def run_learner(
     input). After a signal's save it stops the run. The learner's time goes
     on `clock`; the log records' time shares read it and `actor_clocks`.
     """
-    window = TelemetryWindow(actor_clocks, clock)
-    for version in range(first_version + 1, num_updates + 1):
-        version_key = jax.random.fold_in(key, version)  # Dispatched before the wait, off the actors' path.
-        queue_depth = sum(q.qsize() for q in rollout_queues)
-        clock.enter("wait")
+    window = TelemetryWindow(loop.actor_clocks, loop.clock)
+    for version in range(loop.first_version + 1, loop.num_updates + 1):
+        version_key = jax.random.fold_in(loop.key, version)  # Dispatched before the wait, off the actors' path.
+        queue_depth = sum(q.qsize() for q in loop.rollout_queues)
+        loop.clock.enter("wait")
         rollouts = [
-            control.wait(lambda t, q=q: q.get(timeout=t), f"a rollout from actor thread {index}")
-            for index, q in enumerate(rollout_queues)
+            loop.control.wait(lambda t, q=q: q.get(timeout=t), f"a rollout from actor thread {index}")
+            for index, q in enumerate(loop.rollout_queues)
         ]
-        clock.enter("learn")
-        state, (metrics, flags) = update(state, [r.trajectory for r in rollouts], version_key)
-        parameters.publish(version, acting_params(state))
+        loop.clock.enter("learn")
+        state, (metrics, flags) = loop.update(state, [r.trajectory for r in rollouts], version_key)
+        loop.parameters.publish(version, loop.acting_params(state))
         metrics, flags = jax.device_get((metrics, flags))  # Waits for the update.
-        clock.enter(None)
+        loop.clock.enter(None)
         finite.check(version, jax.tree.map(lambda value: np.reshape(value, (1,)), metrics), flags)
         window.add(metrics, rollouts, version, queue_depth)
-        save, stop, _ = agree(checkpoint_due(version) or version == num_updates, control.stop_signal is not None)
-        logs = version % log_every == 0 or version == num_updates
+        save, stop, _ = agree(
+            loop.checkpoint_due(version) or version == loop.num_updates, loop.control.stop_signal is not None
+        )
+        logs = version % loop.log_every == 0 or version == loop.num_updates
         if logs or save:
-            report(window.record(version) if logs else None, SebulbaState(jax.tree.map(jnp.copy, state), version), save)
+            loop.report(
+                window.record(version) if logs else None, SebulbaState(jax.tree.map(jnp.copy, state), version), save
+            )
         if logs:
             window = window.following()
         if stop:
-            control.stop.set()  # The actors stop; the main thread saves, then ends the run.
+            loop.control.stop.set()  # The actors stop; the main thread saves, then ends the run.
             return
     result.append(state)

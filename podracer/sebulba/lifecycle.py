@@ -35,6 +35,7 @@ class RunControl:
         self.failures: list[tuple[str, BaseException, str]] = []  # (thread name, exception, formatted traceback).
         self.stop_signal: int | None = None  # The signal that asked the learner to save and stop, if any.
         self.stop_requested_at: float | None = None  # Its time.monotonic().
+        self.stop_outcome = ""  # After a signal: whether the stop's checkpoint was written.
         self._lock = threading.Lock()
 
     def fail(self, thread_name: str, error: BaseException, formatted_traceback: str) -> None:

@@ -10,7 +10,9 @@ run until the learner finishes, a thread fails or a signal stops the run, and
 are shut down whatever happened.
 """
 
+import dataclasses
 import queue
+import threading
 from collections.abc import Sequence
 
 from ml_collections import ConfigDict
@@ -48,18 +50,19 @@ def train(
     try:
         resumes = checkpointer.newest.get("resumes", 0) + 1 if checkpointer.newest else 0
         run = build(config, env, agent, resumes)
+        workers: list[threading.Thread] = []
         try:
-            resumed = resume(run, checkpointer)
+            run, resumed = resume(run, checkpointer)
             total_steps = run.num_updates * run.steps_per_update
             log = RunLog(workdir, config, total_steps, callbacks, run.started, resumed, run.compile_seconds)
             reports: queue.Queue = queue.Queue()
-            final_state = start_threads(run, checkpointer, reports)
+            final_state = start_threads(run, workers, checkpointer, reports)
             try:
-                log_until_done(run, log, checkpointer, reports)
+                log_until_done(run, workers[-1], log, checkpointer, reports)
             finally:
                 log.close()
         finally:
-            shut_down(run)
+            shut_down(run, workers)
     finally:
         checkpointer.close()
     if run.control.failures:
@@ -68,16 +71,21 @@ def train(
             raise error
         raise ThreadFailed(f"Sebulba thread {name!r} failed:\n{formatted}")
     if not final_state:  # A signal stopped the learner.
-        raise StoppedBySignal(run.control.stop_signal, f"{run.stopped_how}, threads joined, logs flushed")
+        raise StoppedBySignal(run.control.stop_signal, f"{run.control.stop_outcome}, threads joined, logs flushed")
     return TrainResult(final_state[0], run.agent.acting_params(final_state[0]), log.history, log.total_steps)
 
 
-def resume(run: SebulbaRun, checkpointer: Checkpointer) -> dict | None:
-    """Restores the newest readable checkpoint into `run`, if there is one; returns its metadata."""
+def resume(run: SebulbaRun, checkpointer: Checkpointer) -> tuple[SebulbaRun, dict | None]:
+    """`run` from the newest readable checkpoint, if there is one (its state, keys and update), and its metadata."""
     restored = checkpointer.restore(run.checkpoint_state(run.state))
     if restored is None:
-        return None
+        return run, None
     state, meta = restored
-    run.state, run.actor_key, run.learner_key = state["learner"], state["actor_key"], state["learner_key"]
-    run.first_update = meta["update"]
-    return meta
+    resumed = dataclasses.replace(
+        run,
+        state=state["learner"],
+        actor_key=state["actor_key"],
+        learner_key=state["learner_key"],
+        first_update=meta["update"],
+    )
+    return resumed, meta

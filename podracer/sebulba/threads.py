@@ -12,6 +12,7 @@ thread and closes the environments, whatever happened.
 import contextlib
 import functools
 import queue
+import threading
 import time
 from typing import Any
 
@@ -22,9 +23,9 @@ from podracer.run import evaluation
 from podracer.run.checkpoints import Checkpointer
 from podracer.run.contract import RunLog
 from podracer.run.stopping import stop_signals
-from podracer.sebulba.actor import make_send, run_actor
+from podracer.sebulba.actor import ActorLoop, make_send, run_actor
 from podracer.sebulba.build import SebulbaRun
-from podracer.sebulba.learner import TRAJECTORY_SPEC, run_learner
+from podracer.sebulba.learner import TRAJECTORY_SPEC, LearnerLoop, run_learner
 from podracer.sebulba.lifecycle import POLL_SECONDS, RunControl, start_worker
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.phase_clock import PhaseClock
@@ -34,8 +35,10 @@ from podracer.sebulba.unroll import make_unroll
 JOIN_TIMEOUT_SECONDS = 30.0
 
 
-def start_threads(run: SebulbaRun, checkpointer: Checkpointer, reports: queue.Queue) -> list:
-    """Starts an actor thread per environment batch and the learner thread, which puts its records on `reports`.
+def start_threads(run: SebulbaRun, workers: list, checkpointer: Checkpointer, reports: queue.Queue) -> list:
+    """Starts an actor thread per environment batch and the learner thread, last, which puts its records on
+    `reports` and learns from `run.state` (donated to its first update). Each thread joins `workers` as it starts,
+    so that `shut_down` joins whichever started.
 
     Returns the list the learner appends its final state to when it finishes.
     """
@@ -52,8 +55,7 @@ def start_threads(run: SebulbaRun, checkpointer: Checkpointer, reports: queue.Qu
         unroll = make_unroll(
             run.stepping, env, run.agent, device, key, config.unroll_length, send, run.control.check, clock
         )
-        actor = functools.partial(
-            run_actor,
+        actor = ActorLoop(
             unroll=unroll,
             device=device,
             parameters=parameters,
@@ -64,11 +66,9 @@ def start_threads(run: SebulbaRun, checkpointer: Checkpointer, reports: queue.Qu
             num_rollouts=run.num_updates,
             clock=clock,
         )
-        run.threads.append(start_worker(f"actor-{index}", run.control, actor))
+        workers.append(start_worker(f"actor-{index}", run.control, functools.partial(run_actor, actor)))
     final_state: list = []
-    learner = functools.partial(
-        run_learner,
-        state=run.state,
+    learner = LearnerLoop(
         update=run.update,
         acting_params=run.agent.acting_params,
         rollout_queues=rollout_queues,
@@ -80,17 +80,19 @@ def start_threads(run: SebulbaRun, checkpointer: Checkpointer, reports: queue.Qu
         log_every=config.log_every_updates,
         checkpoint_due=checkpointer.due,
         report=lambda record, state, save: reports.put((record, state, save)),
-        result=final_state,
         clock=PhaseClock(LEARNER_PHASES),
         actor_clocks=actor_clocks,
     )
-    run.threads.append(start_worker("learner", run.control, learner))
-    run.state = None  # Donated to the learner's first update.
+    workers.append(
+        start_worker("learner", run.control, functools.partial(run_learner, learner, run.state, final_state))
+    )
     return final_state
 
 
-def log_until_done(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, reports: queue.Queue) -> None:
-    """Writes the learner's records and saves its checkpoints until it finishes or the run stops.
+def log_until_done(
+    run: SebulbaRun, learner: threading.Thread, log: RunLog, checkpointer: Checkpointer, reports: queue.Queue
+) -> None:
+    """Writes the `learner` thread's records and saves its checkpoints until it finishes or the run stops.
 
     A signal asks the learner to stop after its update and a checkpoint; if
     that takes longer than `config.stop_grace_seconds`, the run stops without it.
@@ -99,7 +101,7 @@ def log_until_done(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, rep
     previous_step = run.first_update * run.steps_per_update
     with stop_signals(run.control.request_stop):
         while True:
-            alive = run.threads[-1].is_alive() and not run.control.stop.is_set()
+            alive = learner.is_alive() and not run.control.stop.is_set()
             with contextlib.suppress(queue.Empty):
                 while True:
                     record, state, save = reports.get_nowait()
@@ -119,7 +121,7 @@ def log_until_done(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, rep
             if not alive:
                 return
             if overdue(run.control, run.config.stop_grace_seconds):
-                run.stopped_how = (
+                run.control.stop_outcome = (
                     f"the learner's update did not finish within stop_grace_seconds={run.config.stop_grace_seconds:g}"
                     " s, so it was abandoned and the newest earlier checkpoint stands"
                 )
@@ -131,7 +133,7 @@ def save_checkpoint(run: SebulbaRun, log: RunLog, checkpointer: Checkpointer, st
     """Saves the learner's state of update `state.update`, with the step, the wall time and the resumes so far."""
     meta = {"step": state.update * run.steps_per_update, "wall_seconds": log.elapsed(), "resumes": run.resumes}
     checkpointer.save(state.update, run.checkpoint_state(state.learner), meta)
-    run.stopped_how = f"the update under way finished, {checkpointer.where()}"
+    run.control.stop_outcome = f"the update under way finished, {checkpointer.where()}"
 
 
 def overdue(control: RunControl, grace_seconds: float) -> bool:
@@ -140,10 +142,10 @@ def overdue(control: RunControl, grace_seconds: float) -> bool:
     return requested is not None and time.monotonic() - requested > grace_seconds
 
 
-def shut_down(run: SebulbaRun) -> None:
-    """Stops and joins every thread and closes every environment."""
+def shut_down(run: SebulbaRun, workers: list[threading.Thread]) -> None:
+    """Stops and joins every thread of `workers` and closes every environment."""
     run.control.stop.set()
-    for thread in run.threads:
+    for thread in workers:
         thread.join(JOIN_TIMEOUT_SECONDS)
     for env in run.envs:
         env.close()

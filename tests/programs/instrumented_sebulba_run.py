@@ -9,6 +9,7 @@ every trajectory the learner's update receives. Usage:
 with config overrides as JSON (lists are read as tuples); prints one JSON line.
 """
 
+import dataclasses
 import importlib
 import json
 import sys
@@ -58,8 +59,7 @@ def main(argv):
             shards.append([(s.device.id, s.index[1].start, s.index[1].stop) for s in leaf.addressable_shards])
             return update(state, trajectories, key)
 
-        run.update = recorded
-        return run
+        return dataclasses.replace(run, update=recorded)
 
     train_module.build = build
 

@@ -22,7 +22,7 @@ import podracer
 from podracer import agents
 from podracer.devices.topology import device_mesh
 from podracer.envs import make_envpool_env
-from podracer.sebulba.actor import make_send, policy_version, run_actor
+from podracer.sebulba.actor import ActorLoop, make_send, policy_version, run_actor
 from podracer.sebulba.learner import TRAJECTORY_SPEC
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
@@ -58,16 +58,18 @@ def test_each_rollout_records_the_policy_of_the_version_that_acted(policy_lag, s
     clock = PhaseClock(ACTOR_PHASES)
     actor = threading.Thread(
         target=run_actor,
-        kwargs=dict(
-            unroll=make_unroll(stepping, env, agent, device, jax.random.key(1), UNROLL, send, control.check, clock),
-            device=device,
-            parameters=parameters,
-            rollouts=rollouts,
-            control=control,
-            policy_lag=policy_lag,
-            first_rollout=0,
-            num_rollouts=ROLLOUTS,
-            clock=clock,
+        args=(
+            ActorLoop(
+                unroll=make_unroll(stepping, env, agent, device, jax.random.key(1), UNROLL, send, control.check, clock),
+                device=device,
+                parameters=parameters,
+                rollouts=rollouts,
+                control=control,
+                policy_lag=policy_lag,
+                first_rollout=0,
+                num_rollouts=ROLLOUTS,
+                clock=clock,
+            ),
         ),
     )
     actor.start()
