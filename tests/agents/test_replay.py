@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import struct
-from ml_collections import ConfigDict
 
 from podracer.agents.learning import replay
 from podracer.agents.trajectory import Trajectory
@@ -16,8 +15,8 @@ from podracer.envs.timestep import MID, TimeStep
 B, T, ROW = 3, 4, 10  # Environments, steps per added trajectory, items per buffer row.
 
 
-def agent_config(**fields):
-    return ConfigDict({**replay.DEFAULTS, "buffer_size": B * ROW, "min_replay_size": B * 3, "batch_size": 64, **fields})
+def agent_config(**fields) -> replay.ReplaySettings:
+    return replay.ReplaySettings(**{"buffer_size": B * ROW, "min_replay_size": B * 3, "batch_size": 64, **fields})
 
 
 def trajectory(first_step: int) -> Trajectory:

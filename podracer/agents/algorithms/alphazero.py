@@ -49,7 +49,7 @@ from ml_collections import ConfigDict
 from podracer import envs
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import search
+from podracer.agents.algorithms import replay_fields, search
 from podracer.agents.algorithms.muzero import cross_entropy
 from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step
@@ -73,7 +73,7 @@ def defaults() -> ConfigDict:
             **search.DEFAULTS,
             "search": "gumbel",  # Gumbel AlphaZero (Danihelka et al. 2022); "muzero": the paper's pUCT.
             "num_simulations": 32,
-            **replay.DEFAULTS,
+            **replay_fields.DEFAULTS,
         }
     )
 
@@ -82,7 +82,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.integer(config, "agent.outcome_horizon", at_least=1, example=42)
     field_checks.number(config, "agent.value_cost", example=1.0, at_least=0.0)
     search.validate(config)
-    replay.validate(config)
+    replay_fields.validate(config)
     if config.agent.prioritised:
         raise ConfigError(
             "agent.prioritised",
@@ -203,7 +203,7 @@ def check_game(observation_spec: Any, game: Any) -> None:
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     game = with_config_kwargs(config, envs.make, config.env.name)  # Its rules are the search's model.
-    replay_setup = replay.setup(config, agent_config.outcome_horizon + 1)
+    replay_setup = replay_fields.setup(config, agent_config.outcome_horizon + 1)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> AlphaZeroState:

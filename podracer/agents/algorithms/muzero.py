@@ -49,7 +49,7 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import search
+from podracer.agents.algorithms import replay_fields, search
 from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
@@ -77,7 +77,7 @@ def defaults() -> ConfigDict:
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip].
             "value_bootstrap": "search",  # One of VALUE_BOOTSTRAPS: the n-step target's tail (module docstring).
             **search.DEFAULTS,
-            **replay.DEFAULTS,
+            **replay_fields.DEFAULTS,
         }
     )
 
@@ -91,7 +91,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     field_checks.choice(config, "agent.value_bootstrap", VALUE_BOOTSTRAPS)
     search.validate(config)
-    replay.validate(config)
+    replay_fields.validate(config)
     if config.network.core != "none":
         raise ConfigError(
             "network.core",
@@ -207,7 +207,7 @@ def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict)
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
-    replay_setup = replay.setup(config, sequence_length)
+    replay_setup = replay_fields.setup(config, sequence_length)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:

@@ -31,48 +31,14 @@ one transition per sequence is trained: DQN as it always was.
 import chex
 import jax
 import jax.numpy as jnp
-from ml_collections import ConfigDict
 
 from podracer.agents.models import networks
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions, with_time_axis
-from podracer.config import field_checks
-from podracer.config.errors import ConfigError
 from podracer.envs.timestep import FIRST
-
-DEFAULTS = {
-    "burn_in": 0,  # Steps at a sequence's start that only warm the recurrent state (a recurrent core only).
-    "sequence_length": 1,  # Transitions per sampled sequence, burn-in included (> 1 for a recurrent core only).
-    "priority_eta": 0.9,  # A sequence's priority: eta max |TD| + (1 - eta) mean |TD| of its trained transitions.
-}
-"""R2D2's fields of DQN's `config.agent`."""
 
 STATE = "state"
 """The key of the recurrent state acting was given at a step, in a recurrent DQN's extras and buffer items."""
-
-
-def validate(config: ConfigDict) -> None:
-    """Static checks of the `DEFAULTS` fields: whole numbers, a burn-in shorter than the sequence, a recurrent core."""
-    field_checks.integer(config, "agent.burn_in", at_least=0, example=2)
-    field_checks.integer(config, "agent.sequence_length", at_least=1, example=8)
-    field_checks.fraction(config, "agent.priority_eta", example=0.9)
-    agent = config.agent
-    if config.network.core == "none":
-        for field, feed_forward in (("burn_in", 0), ("sequence_length", 1)):
-            if agent[field] != feed_forward:
-                raise ConfigError(
-                    f"agent.{field}",
-                    f"{agent[field]} is for a recurrent core (network.core lstm or gru): a feed-forward "
-                    "Q-network learns from one transition per sampled sequence",
-                    f"set --config.network.core=lstm, or --config.agent.{field}={feed_forward}",
-                )
-    if agent.burn_in >= agent.sequence_length:
-        raise ConfigError(
-            "agent.burn_in",
-            f"a burn-in ({agent.burn_in} steps) as long as the sequence ({agent.sequence_length} transitions) "
-            "or longer leaves nothing to learn from",
-            f"set --config.agent.burn_in below agent.sequence_length, e.g. {agent.sequence_length // 2}",
-        )
 
 
 def stored_state_spec(network: NetworkSettings) -> dict | None:

@@ -37,26 +37,25 @@ import flashbax
 import jax
 import jax.numpy as jnp
 from flax import struct
-from ml_collections import ConfigDict
 
 from podracer.agents.trajectory import Trajectory
-from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
-from podracer.devices.device_split import environments_per_learner_device, learn_calls_per_update
 from podracer.devices.per_device import PerDevice
 from podracer.envs.timestep import TimeStep
 
-DEFAULTS = {
-    "buffer_size": 10_000,  # Items (agent steps) each device keeps, over all its environments.
-    "min_replay_size": 1_000,  # Items each device holds before the first sampled update.
-    "batch_size": 128,  # Sequences each device samples per gradient step.
-    "replay_ratio": 1,  # Sampled gradient steps per `learn` call, i.e. per rollout added.
-    "prioritised": False,  # Sample in proportion to priority ** priority_exponent (Schaul et al. 2016).
-    "priority_exponent": 0.6,  # alpha in the paper; 0 is uniform.
-    "importance_exponent": 0.4,  # beta: importance weights (N P(i)) ** -beta, normalised by their maximum.
-}
-"""The replay fields of `config.agent` for an agent that learns from a buffer."""
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySettings:
+    """A buffer's size and sampling: the replay fields of an agent that learns from one (`config.agent`'s)."""
+
+    buffer_size: int = 10_000  # Items (agent steps) each device keeps, over all its environments.
+    min_replay_size: int = 1_000  # Items each device holds before the first sampled update.
+    batch_size: int = 128  # Sequences each device samples per gradient step.
+    replay_ratio: int = 1  # Sampled gradient steps per `learn` call, i.e. per rollout added.
+    prioritised: bool = False  # Sample in proportion to priority ** priority_exponent (Schaul et al. 2016).
+    priority_exponent: float = 0.6  # alpha in the paper; 0 is uniform.
+    importance_exponent: float = 0.4  # beta: importance weights (N P(i)) ** -beta, normalised by their maximum.
 
 
 class Sample(NamedTuple):
@@ -65,49 +64,33 @@ class Sample(NamedTuple):
     weights: chex.Array  # [S] importance weights, 1 for a uniform buffer.
 
 
-def validate(config: ConfigDict) -> None:
-    """Static checks of the replay fields (the `DEFAULTS` keys in `config.agent`)."""
-    for field, example in (("buffer_size", 10_000), ("min_replay_size", 1_000), ("batch_size", 128)):
-        field_checks.integer(config, f"agent.{field}", at_least=1, example=example)
-    field_checks.integer(config, "agent.replay_ratio", at_least=1, example=1)
-    field_checks.boolean(config, "agent.prioritised")
-    field_checks.fraction(config, "agent.priority_exponent", example=0.6)
-    field_checks.fraction(config, "agent.importance_exponent", example=0.4)
-    if config.agent.min_replay_size > config.agent.buffer_size:
-        raise ConfigError(
-            "agent.min_replay_size",
-            f"{config.agent.min_replay_size} is more than the buffer holds ({config.agent.buffer_size})",
-            "set --config.agent.min_replay_size at most agent.buffer_size",
-        )
-
-
-def make_buffer(agent_config: ConfigDict, add_batch_size: int, sequence_length: int):
-    """The flashbax buffer `agent_config` describes for `add_batch_size` environments per device.
+def make_buffer(replay_settings: ReplaySettings, add_batch_size: int, sequence_length: int):
+    """The flashbax buffer `replay_settings` describe for `add_batch_size` environments per device.
 
     Its rows hold `buffer_size // add_batch_size` items each; sampling waits
     until every row holds `min_replay_size // add_batch_size` items and at
     least one sequence.
     """
-    row_length = agent_config.buffer_size // add_batch_size
+    row_length = replay_settings.buffer_size // add_batch_size
     if row_length < sequence_length + 1:
         raise ConfigError(
             "agent.buffer_size",
-            f"{agent_config.buffer_size} items over {add_batch_size} environments per device leave rows of "
+            f"{replay_settings.buffer_size} items over {add_batch_size} environments per device leave rows of "
             f"{row_length}, too short for sequences of {sequence_length}",
             f"set --config.agent.buffer_size to at least {(sequence_length + 1) * add_batch_size}",
         )
     shape = {
         "add_batch_size": add_batch_size,
-        "sample_batch_size": agent_config.batch_size,
+        "sample_batch_size": replay_settings.batch_size,
         "sample_sequence_length": sequence_length,
         "period": 1,
-        "min_length_time_axis": min_rows(agent_config, add_batch_size, sequence_length),
+        "min_length_time_axis": min_rows(replay_settings, add_batch_size, sequence_length),
         "max_length_time_axis": row_length,
     }
-    if not agent_config.prioritised:
+    if not replay_settings.prioritised:
         return flashbax.make_trajectory_buffer(**shape)
     return flashbax.make_prioritised_trajectory_buffer(
-        **shape, priority_exponent=agent_config.priority_exponent, device=_sum_tree_device()
+        **shape, priority_exponent=replay_settings.priority_exponent, device=_sum_tree_device()
     )
 
 
@@ -129,9 +112,9 @@ def empty_item(observation_spec: Any, action: jax.ShapeDtypeStruct, extras: Any 
     return jax.tree.map(lambda spec: jnp.zeros(spec.shape, spec.dtype), item)
 
 
-def min_rows(agent_config: ConfigDict, add_batch_size: int, sequence_length: int) -> int:
+def min_rows(replay_settings: ReplaySettings, add_batch_size: int, sequence_length: int) -> int:
     """Items each row of a buffer holds before sampling starts: `min_replay_size` over the rows, and a sequence."""
-    return max(sequence_length, agent_config.min_replay_size // add_batch_size)
+    return max(sequence_length, replay_settings.min_replay_size // add_batch_size)
 
 
 def items(trajectory: Trajectory) -> dict:
@@ -192,7 +175,7 @@ class Replay:
 
 @dataclasses.dataclass(frozen=True)
 class ReplaySetup:
-    """What an agent's replay loop is built from (`setup`): static, read from the config."""
+    """What an agent's replay loop is built from (`setup`): static values."""
 
     buffer: Any  # The flashbax buffer.
     rows: int  # Environments per device and update: the buffer's rows.
@@ -203,18 +186,19 @@ class ReplaySetup:
     importance_exponent: float
 
 
-def setup(config: ConfigDict, sequence_length: int) -> ReplaySetup:
-    """The buffer and replay loop `config.agent`'s replay fields describe, sampling sequences of `sequence_length`."""
-    rows = environments_per_learner_device(config)
-    agent_config = config.agent
+def setup(
+    replay_settings: ReplaySettings, *, rows: int, learn_calls_per_update: int, unroll_length: int, sequence_length: int
+) -> ReplaySetup:
+    """The buffer and replay loop `replay_settings` describe for `rows` environments per device, each rollout adding
+    `unroll_length` steps to each row over `learn_calls_per_update` calls, sampling sequences of `sequence_length`."""
     return ReplaySetup(
-        buffer=make_buffer(agent_config, rows, sequence_length),
+        buffer=make_buffer(replay_settings, rows, sequence_length),
         rows=rows,
-        learn_calls_per_update=learn_calls_per_update(config),
-        unroll_length=config.unroll_length,
-        min_rows=min_rows(agent_config, rows, sequence_length),
-        replay_ratio=agent_config.replay_ratio,
-        importance_exponent=agent_config.importance_exponent,
+        learn_calls_per_update=learn_calls_per_update,
+        unroll_length=unroll_length,
+        min_rows=min_rows(replay_settings, rows, sequence_length),
+        replay_ratio=replay_settings.replay_ratio,
+        importance_exponent=replay_settings.importance_exponent,
     )
 
 
