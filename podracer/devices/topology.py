@@ -28,9 +28,10 @@ def per_device_program(fn: Callable, mesh: Mesh, in_specs, out_specs) -> Callabl
 
     Without JAX's checks of which values vary over the mesh (`check_vma`):
     flashbax's prioritised sampler vmaps a `lax.cond`, whose batching trips
-    them ("Primitive add requires varying manual axes to match", JAX 0.8),
-    and podracer's programs write every collective out, pmap-style, so they
-    rely on no inferred one. Gradients are each device's own until averaged
+    them ("Primitive add requires varying manual axes to match" on JAX 0.8,
+    "pvary is a invariant->variant collective" on 0.10.2), and podracer's
+    programs write every collective out, pmap-style, so they rely on no
+    inferred one. Gradients are each device's own until averaged
     (`podracer.devices.collectives`), as the test of 8 devices against 1 checks.
     """
     return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
