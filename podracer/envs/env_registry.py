@@ -93,6 +93,9 @@ _JAX: dict[str, Callable[..., Environment]] = {
     "lpg_tabular": TabularGridWorld,
     "nested_catch": NestedCatch,
 }
+BUILT_IN = tuple(sorted(_JAX))
+"""The pure-JAX environments podracer ships: `names()` before any `register`."""
+
 _HOST: dict[str, Callable[..., HostEnvironment]] = {}
 
 
