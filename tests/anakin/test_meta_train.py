@@ -1,5 +1,6 @@
 """LPG meta-training (`podracer meta-train`): a short run lowers its meta-loss, and a run killed with SIGKILL and
-started again ends bitwise where an uninterrupted one does (the saved rule and every record but its timings).
+started again ends bitwise where an uninterrupted one does (the saved rule and every record but its timings); the
+meta-gradient reaches the rule through the inner updates.
 
 Two processes share the session's persistent compilation cache, so the program is compiled once: the first is
 killed, the second resumes its run and then runs the uninterrupted one; the comparison is between runs compiled
@@ -13,8 +14,9 @@ import signal
 import numpy as np
 import pytest
 
+from podracer.experiment.meta_run import meta_train
 from tests.anakin.test_resume import logged
-from tests.helpers import TINY_META_TRAINING, run_module, start_program, wait_until
+from tests.helpers import TINY_META_TRAINING, load_config, run_module, start_program, wait_until
 
 TINY = {
     **TINY_META_TRAINING,
@@ -50,3 +52,14 @@ def test_meta_training_lowers_its_meta_loss_and_resumes_bitwise_after_a_kill(tmp
     assert records(killed) == records(whole)
     losses = [record["meta_loss"] for record in records(whole)]
     assert np.mean(losses[-2:]) < losses[0], losses
+
+
+@pytest.mark.slow  # A small meta-training run compiled.
+def test_the_meta_gradient_reaches_the_rule_through_the_inner_updates_alone(tmp_path):
+    """With every cost of Eq. 4 at 0, the meta-loss is Eq. 3 alone: the updated agents' returns, which depend on the
+    rule only through the K inner updates it made. Its meta-gradient is finite and not zero; were the gradient
+    through the inner updates cut, it would be exactly 0 (and the meta-loss above would fall all the same)."""
+    overrides = {**TINY_META_TRAINING, "meta.updates": 2, "meta.costs": "(0.0, 0.0, 0.0, 0.0)"}
+    history = meta_train(load_config("anakin_lpg_gridworlds", overrides), workdir=str(tmp_path))
+    norms = [record["meta_grad_norm"] for record in history]
+    assert norms and np.all(np.isfinite(norms)) and min(norms) > 1e-6, norms
