@@ -1,4 +1,5 @@
-"""Meta-gradients through K updates against finite differences, and meta-gradient RL against the plain agent."""
+"""Meta-gradients through K updates against finite differences, meta-gradient RL against the plain agent, and the
+way it moves a meta-parameter where that way is known."""
 
 import functools
 
@@ -6,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dm_env import specs
 from jax.sharding import PartitionSpec
 from ml_collections import ConfigDict
 
@@ -16,9 +18,9 @@ from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.meta import meta_gradient
 from podracer.agents.models import policy
-from podracer.agents.trajectory import transitions
+from podracer.agents.trajectory import Trajectory, transitions
 from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh, per_device_program
-from podracer.envs.timestep import FIRST
+from podracer.envs.timestep import FIRST, MID, TimeStep
 from tests.references import T, make_params, make_trajectory, unroll_fn
 
 META = {"gamma": 0.9, "td_lambda": 0.8, "entropy_cost": 0.05}  # The meta-parameters eta.
@@ -194,3 +196,54 @@ def test_a_tiny_anakin_run_at_rate_0_is_the_plain_run_bitwise_and_records_gamma_
         np.testing.assert_array_equal(a, b)
     record = at_0.history[-1]
     assert record["gamma"] == np.float32(0.99) and record["td_lambda"] == np.float32(0.9) and "meta_loss" in record
+
+
+def bandit(seed: int, steps: int = 8, batch: int = 16, actions: int = 3, features: int = 4):
+    """`steps` x `batch` one-step bandits on a constant observation, their arms drawn uniformly: arm 0 pays 1, the
+    others 0, and every step ends its episode (discount 0), so each return is the next reward."""
+    rng = np.random.default_rng(seed)
+    action = rng.integers(0, actions, size=(steps, batch)).astype(np.int32)
+    reward = np.zeros((steps + 1, batch), np.float32)
+    reward[1:] = action == 0
+    timestep = TimeStep(
+        step_type=jnp.full((steps + 1, batch), MID, jnp.int32),
+        reward=jnp.asarray(reward),
+        discount=jnp.zeros((steps + 1, batch), jnp.float32),
+        observation=jnp.ones((steps + 1, batch, features), jnp.float32),
+    )
+    return Trajectory(timestep=timestep, action=jnp.asarray(action), extras={})
+
+
+@pytest.mark.slow  # Two small agents compiled.
+@pytest.mark.parametrize("init", range(3))
+def test_the_meta_gradient_moves_the_entropy_cost_the_way_the_validation_objective_asks(init):
+    """The entropy cost c as the one meta-parameter, an SGD inner update theta' = theta - alpha grad(L_pg - c H) and a
+    policy of its own torso: d theta' / dc = alpha grad H, so the meta-gradient of J' = L_pg - c' H is
+    alpha (grad L_pg . grad H - c' |grad H|^2). On a bandit whose arm 0 pays, once the policy prefers that arm,
+    raising the entropy pulls it back towards uniform, against L_pg: with c' = 0 the meta-gradient is positive and c
+    falls; with c' = 10 the second term wins and c rises. Either way it moves by more than Adam's noise of a few steps.
+    """
+
+    def entropy_costs(outer_entropy_cost: float) -> list[float]:
+        config = podracer.defaults("actor_critic")
+        config.network.hidden_sizes, config.network.shared_torso = (8,), False
+        config.optimizer.name, config.optimizer.learning_rate = "sgd", 0.5
+        settings = config.agent.meta_gradient
+        settings.learn, settings.learning_rate, settings.outer_entropy_cost = (
+            ("entropy_cost",),
+            1e-3,
+            outer_entropy_cost,
+        )
+        agent = agents.make(config, num_updates=100)
+        state = agent.init(jax.random.key(init), specs.Array((4,), np.float32), specs.DiscreteArray(3))
+        learn = jax.jit(functools.partial(agent.learn, key=jax.random.key(1)))
+        costs = []
+        for seed in range(8):
+            state, metrics = learn(state, bandit(100 * init + seed))
+            costs.append(float(metrics["entropy_cost"]))
+        return costs
+
+    start = META_DEFAULT["entropy_cost"]
+    falls, rises = entropy_costs(0.0), entropy_costs(10.0)
+    assert falls[-1] < start - 1e-3 and np.all(np.diff(falls[-4:]) < 0), falls
+    assert rises[-1] > start + 1e-3 and np.all(np.diff(rises[-4:]) > 0), rises
