@@ -9,6 +9,7 @@ import optax
 import pytest
 
 from podracer.agents.algorithms import ppo
+from podracer.agents.learning import minibatches
 from podracer.agents.learning.optimizer import LearnerState
 from podracer.devices.topology import DEVICE_AXIS
 from tests.references import (
@@ -227,7 +228,7 @@ def test_ppo_learn_rejects_minibatches_that_do_not_divide_the_transitions():
 
 @pytest.mark.parametrize("n", [1, 5, 128, 512, 4096, 5000, 2048 * 128])
 def test_shuffled_indices_is_a_permutation(n):
-    order = np.asarray(ppo.shuffled_indices(jax.random.key(n), n))
+    order = np.asarray(minibatches.shuffled_indices(jax.random.key(n), n))
     np.testing.assert_array_equal(np.sort(order), np.arange(n))
     if n >= 128:
         assert not np.array_equal(order, np.arange(n))
@@ -236,7 +237,9 @@ def test_shuffled_indices_is_a_permutation(n):
 def test_shuffled_indices_is_uniform_over_positions():
     """Every index lands in every position about equally often (chi-square over 4000 draws of n = 8)."""
     n, draws = 8, 4000
-    orders = np.asarray(jax.vmap(lambda k: ppo.shuffled_indices(k, n))(jax.random.split(jax.random.key(0), draws)))
+    orders = np.asarray(
+        jax.vmap(lambda k: minibatches.shuffled_indices(k, n))(jax.random.split(jax.random.key(0), draws))
+    )
     counts = np.zeros((n, n))
     for position in range(n):
         counts[:, position] = np.bincount(orders[:, position], minlength=n)

@@ -20,7 +20,7 @@ as it comes, then dropped. Each `learn` call, on a trajectory `[T + 1, B]`:
 2. takes `num_epochs` x `num_minibatches` gradient steps on the squared TD
    error 0.5 (Q(s_t, a_t) - R_t)^2 (the target held fixed), each on a
    shuffled minibatch of this device's transitions, gradients averaged over
-   devices (`optimizer.sgd_step`, `ppo.minibatch_epochs`, each minibatch gathered inside its step).
+   devices (`optimizer.sgd_step`, `minibatches.minibatch_epochs`, each minibatch gathered inside its step).
 
 The transition from an episode's LAST step to the next FIRST one is not a
 real one: it counts as zero in the loss (`Transitions.valid`). Rewards are
@@ -43,7 +43,7 @@ from ml_collections import ConfigDict
 from podracer.agents import registry
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import dqn
-from podracer.agents.algorithms.ppo import minibatch_epochs
+from podracer.agents.learning.minibatches import minibatch_epochs
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks

@@ -1,7 +1,8 @@
-"""The pieces every agent's `learn` is made of: returns, losses, the optimiser step, and replay on the device.
+"""The pieces every agent's `learn` is made of: returns, losses, the optimiser step, minibatches, replay.
 
 `returns` (λ-returns, n-step returns, GAE and V-trace), `losses` (the
-actor-critic objective), `optimizer` (optax chains and the learner state), `replay` (flashbax buffers filled from and
-sampled as trajectories) and `recurrent_replay` (R2D2's stored state and
-burn-in).
+actor-critic objective), `optimizer` (optax chains and the learner state),
+`minibatches` (epochs of shuffled minibatches, PPO's and PQN's), `replay`
+(flashbax buffers on the device, filled from and sampled as trajectories) and
+`recurrent_replay` (R2D2's stored state and burn-in).
 """
