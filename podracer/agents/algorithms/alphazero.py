@@ -49,7 +49,7 @@ from ml_collections import ConfigDict
 from podracer import envs
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import replay_fields, search
+from podracer.agents.algorithms import search, shared_fields
 from podracer.agents.algorithms.muzero import cross_entropy
 from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step
@@ -70,10 +70,10 @@ def defaults() -> ConfigDict:
         {
             "outcome_horizon": 64,  # Moves a sampled sequence looks ahead for its game's end (module docstring).
             "value_cost": 1.0,  # Weight of the value loss (1 in the paper's eq. 1).
-            **search.DEFAULTS,
+            **shared_fields.SEARCH_DEFAULTS,
             "search": "gumbel",  # Gumbel AlphaZero (Danihelka et al. 2022); "muzero": the paper's pUCT.
             "num_simulations": 32,
-            **replay_fields.DEFAULTS,
+            **shared_fields.REPLAY_DEFAULTS,
         }
     )
 
@@ -81,8 +81,8 @@ def defaults() -> ConfigDict:
 def validate(config: ConfigDict) -> None:
     field_checks.integer(config, "agent.outcome_horizon", at_least=1, example=42)
     field_checks.number(config, "agent.value_cost", example=1.0, at_least=0.0)
-    search.validate(config)
-    replay_fields.validate(config)
+    shared_fields.validate_search(config)
+    shared_fields.validate_replay(config)
     if config.agent.prioritised:
         raise ConfigError(
             "agent.prioritised",
@@ -203,7 +203,7 @@ def check_game(observation_spec: Any, game: Any) -> None:
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     game = with_config_kwargs(config, envs.make, config.env.name)  # Its rules are the search's model.
-    replay_setup = replay_fields.setup(config, agent_config.outcome_horizon + 1)
+    replay_setup = shared_fields.replay_setup(config, agent_config.outcome_horizon + 1)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> AlphaZeroState:
@@ -230,7 +230,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     def learn(state: AlphaZeroState, trajectory: Trajectory, key: chex.PRNGKey, axis_name: str | None = None):
         return replay_learn(state, without_game_state(trajectory), key, axis_name)
 
-    act = search.act_by_search(settings.read(search.SearchSettings, agent_config), root, rules(game))
+    act = search.act_by_search(shared_fields.search_settings(config), root, rules(game))
     return Agent(
         init=init,
         act=act,

@@ -56,7 +56,7 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import replay_fields
+from podracer.agents.algorithms import shared_fields
 from podracer.agents.algorithms.network_agent import recurrent_state
 from podracer.agents.learning import recurrent_replay, replay
 from podracer.agents.learning.optimizer import make_optimizer
@@ -89,8 +89,8 @@ def defaults() -> ConfigDict:
             **EPSILON_DEFAULTS,
             "huber_delta": 1.0,  # Where the Huber loss turns from squared to linear.
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari).
-            **replay_fields.DEFAULTS,
-            **replay_fields.RECURRENT_DEFAULTS,
+            **shared_fields.REPLAY_DEFAULTS,
+            **shared_fields.RECURRENT_DEFAULTS,
         }
     )
 
@@ -104,8 +104,8 @@ def validate(config: ConfigDict) -> None:
     validate_epsilon(config)
     field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
-    replay_fields.validate(config)
-    replay_fields.validate_recurrent(config)
+    shared_fields.validate_replay(config)
+    shared_fields.validate_recurrent(config)
 
 
 def validate_epsilon(config: ConfigDict) -> None:
@@ -237,7 +237,9 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
-    replay_setup = replay_fields.setup(config, sequence_length=agent_config.sequence_length + agent_config.n_step)
+    replay_setup = shared_fields.replay_setup(
+        config, sequence_length=agent_config.sequence_length + agent_config.n_step
+    )
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
     epsilon = epsilon_schedule(agent_config, num_updates)
 

@@ -49,7 +49,7 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import replay_fields, search
+from podracer.agents.algorithms import search, shared_fields
 from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
@@ -76,8 +76,8 @@ def defaults() -> ConfigDict:
             "value_cost": 0.25,  # Weight of the value loss (the paper's Reanalyse settings; 1 in eq. 1).
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip].
             "value_bootstrap": "search",  # One of VALUE_BOOTSTRAPS: the n-step target's tail (module docstring).
-            **search.DEFAULTS,
-            **replay_fields.DEFAULTS,
+            **shared_fields.SEARCH_DEFAULTS,
+            **shared_fields.REPLAY_DEFAULTS,
         }
     )
 
@@ -90,8 +90,8 @@ def validate(config: ConfigDict) -> None:
     field_checks.number(config, "agent.value_cost", example=0.25, at_least=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     field_checks.choice(config, "agent.value_bootstrap", VALUE_BOOTSTRAPS)
-    search.validate(config)
-    replay_fields.validate(config)
+    shared_fields.validate_search(config)
+    shared_fields.validate_replay(config)
     if config.network.core != "none":
         raise ConfigError(
             "network.core",
@@ -207,7 +207,7 @@ def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict)
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
-    replay_setup = replay_fields.setup(config, sequence_length)
+    replay_setup = shared_fields.replay_setup(config, sequence_length)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
@@ -232,7 +232,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state = state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
         return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
 
-    act = search.make_act(settings.read(search.SearchSettings, agent_config), agent_config.gamma)
+    act = search.make_act(shared_fields.search_settings(config), agent_config.gamma)
     return Agent(
         init=init,
         act=act,

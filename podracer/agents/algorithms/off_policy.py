@@ -40,7 +40,7 @@ from flax import struct
 from ml_collections import ConfigDict
 
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import replay_fields
+from podracer.agents.algorithms import shared_fields
 from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import LearnerState, flat_vector, make_optimizer
 from podracer.agents.models import continuous_networks as cn
@@ -57,7 +57,7 @@ def defaults(**own: Any) -> ConfigDict:
         "gamma": 0.99,
         "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] in the targets.
         "target_tau": 0.005,  # Each gradient step moves the targets tau of the way to the online networks.
-        **replay_fields.DEFAULTS,
+        **shared_fields.REPLAY_DEFAULTS,
         "buffer_size": 100_000,
         "min_replay_size": 5_000,
         "batch_size": 256,
@@ -70,7 +70,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.fraction(config, "agent.gamma", example=0.99)
     field_checks.number(config, "agent.target_tau", example=0.005, above=0.0, at_most=1.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
-    replay_fields.validate(config)
+    shared_fields.validate_replay(config)
     name = config.agent.name
     if config.network.torso != "mlp":
         raise ConfigError(
@@ -173,7 +173,7 @@ def make_off_policy_optimizer(config: ConfigDict, num_updates: int) -> optax.Gra
 def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
     """The agent: `rules` on the shared critics, targets and replay loop."""
     agent_config = config.agent
-    replay_setup = replay_fields.setup(config, sequence_length=2)
+    replay_setup = shared_fields.replay_setup(config, sequence_length=2)
     optimizer = make_off_policy_optimizer(config, num_updates)
     network = {"hidden_sizes": tuple(config.network.hidden_sizes), "activation": config.network.activation}
 

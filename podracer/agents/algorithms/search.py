@@ -34,18 +34,16 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
-from ml_collections import ConfigDict
 
 from podracer.agents.models import muzero_model, support
 from podracer.agents.models.networks import NetworkParams
-from podracer.config import field_checks, settings
 
 SEARCHES = ("muzero", "gumbel")
 
 
 @dataclasses.dataclass(frozen=True)
 class SearchSettings:
-    """A search's settings: the search fields of `config.agent` (`settings.read(SearchSettings, config.agent)`)."""
+    """A search's settings: the search fields of `config.agent` (`shared_fields.search_settings` reads them)."""
 
     search: str = "muzero"  # One of SEARCHES: "muzero" (pUCT, visit counts) or "gumbel" (for few simulations).
     num_simulations: int = 50
@@ -56,23 +54,6 @@ class SearchSettings:
     pb_c_base: float = 19652.0
     max_num_considered_actions: int = 16  # gumbel: actions Sequential Halving starts from.
     gumbel_scale: float = 1.0  # gumbel: 0 makes the search deterministic.
-
-
-DEFAULTS = settings.defaults(SearchSettings)
-"""The search fields of `config.agent`, at their defaults."""
-
-
-def validate(config: ConfigDict) -> None:
-    """Static checks of the search fields (the `DEFAULTS` keys in `config.agent`)."""
-    field_checks.choice(config, "agent.search", SEARCHES)
-    field_checks.integer(config, "agent.num_simulations", at_least=1, example=50)
-    field_checks.number(config, "agent.temperature", example=1.0, above=0.0)
-    field_checks.number(config, "agent.dirichlet_alpha", example=0.25, above=0.0)
-    field_checks.fraction(config, "agent.dirichlet_fraction", example=0.25)
-    field_checks.number(config, "agent.pb_c_init", example=1.25, above=0.0)
-    field_checks.number(config, "agent.pb_c_base", example=19652.0, above=0.0)
-    field_checks.integer(config, "agent.max_num_considered_actions", at_least=1, example=16)
-    field_checks.number(config, "agent.gumbel_scale", example=1.0, at_least=0.0)
 
 
 def recurrent_fn(gamma: float) -> Callable:

@@ -1,21 +1,27 @@
-"""The replay fields of a config: their defaults, their checks, and the replay loop they describe.
+"""The fields several agents share in `config.agent`: replay's and search's defaults, their checks, and reading them.
 
-What `podracer.agents.learning.replay` and `recurrent_replay` take as values,
-read here from `config.agent` (and the device split) by the builders of the
-agents that learn from a buffer: DQN (with R2D2's fields), MuZero, AlphaZero,
-SAC and TD3.
+What `podracer.agents.learning.replay`, `recurrent_replay` and
+`podracer.agents.algorithms.search` take as values is read here from
+`config.agent` (and the device split) by the builders of the agents that use
+them: replay for DQN (with R2D2's fields), MuZero, AlphaZero, SAC and TD3, the
+search for MuZero and AlphaZero.
 """
 
 from ml_collections import ConfigDict
 
+from podracer.agents.algorithms import search
+from podracer.agents.algorithms.search import SearchSettings
 from podracer.agents.learning import replay
 from podracer.agents.learning.replay import ReplaySettings, ReplaySetup
 from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
 from podracer.devices.device_split import environments_per_learner_device, learn_calls_per_update
 
-DEFAULTS = settings.defaults(ReplaySettings)
+REPLAY_DEFAULTS = settings.defaults(ReplaySettings)
 """The replay fields of `config.agent` for an agent that learns from a buffer."""
+
+SEARCH_DEFAULTS = settings.defaults(SearchSettings)
+"""The search fields of `config.agent` for an agent that acts by tree search."""
 
 RECURRENT_DEFAULTS = {
     "burn_in": 0,  # Steps at a sequence's start that only warm the recurrent state (a recurrent core only).
@@ -25,8 +31,8 @@ RECURRENT_DEFAULTS = {
 """R2D2's fields of DQN's `config.agent`."""
 
 
-def validate(config: ConfigDict) -> None:
-    """Static checks of the replay fields (the `DEFAULTS` keys in `config.agent`)."""
+def validate_replay(config: ConfigDict) -> None:
+    """Static checks of the replay fields (the `REPLAY_DEFAULTS` keys in `config.agent`)."""
     for field, example in (("buffer_size", 10_000), ("min_replay_size", 1_000), ("batch_size", 128)):
         field_checks.integer(config, f"agent.{field}", at_least=1, example=example)
     field_checks.integer(config, "agent.replay_ratio", at_least=1, example=1)
@@ -65,7 +71,7 @@ def validate_recurrent(config: ConfigDict) -> None:
         )
 
 
-def setup(config: ConfigDict, sequence_length: int) -> ReplaySetup:
+def replay_setup(config: ConfigDict, sequence_length: int) -> ReplaySetup:
     """The buffer and replay loop `config.agent`'s replay fields describe, sampling sequences of `sequence_length`."""
     return replay.setup(
         settings.read(ReplaySettings, config.agent),
@@ -74,3 +80,21 @@ def setup(config: ConfigDict, sequence_length: int) -> ReplaySetup:
         unroll_length=config.unroll_length,
         sequence_length=sequence_length,
     )
+
+
+def validate_search(config: ConfigDict) -> None:
+    """Static checks of the search fields (the `SEARCH_DEFAULTS` keys in `config.agent`)."""
+    field_checks.choice(config, "agent.search", search.SEARCHES)
+    field_checks.integer(config, "agent.num_simulations", at_least=1, example=50)
+    field_checks.number(config, "agent.temperature", example=1.0, above=0.0)
+    field_checks.number(config, "agent.dirichlet_alpha", example=0.25, above=0.0)
+    field_checks.fraction(config, "agent.dirichlet_fraction", example=0.25)
+    field_checks.number(config, "agent.pb_c_init", example=1.25, above=0.0)
+    field_checks.number(config, "agent.pb_c_base", example=19652.0, above=0.0)
+    field_checks.integer(config, "agent.max_num_considered_actions", at_least=1, example=16)
+    field_checks.number(config, "agent.gumbel_scale", example=1.0, at_least=0.0)
+
+
+def search_settings(config: ConfigDict) -> SearchSettings:
+    """The search `config.agent`'s search fields describe."""
+    return settings.read(SearchSettings, config.agent)
