@@ -290,7 +290,7 @@ BAD_INPUTS = [
     # Self-play (AlphaZero) on a single-player game, or off Pgx.
     (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
     (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),
-    # A learned rule (podracer.agents.meta.learned_rule): none given, none there, or one of another prediction size.
+    # A learned rule (podracer.agents.algorithms.learned_rule): none given, none there, or one of another prediction size.
     (LEARNED_RULE, [], 1, ["config.agent.rule_checkpoint", "must name a saved rule", "save_rule"]),
     (LEARNED_RULE, ["--config.agent.rule_checkpoint=/no/rule"], 1, ["config.agent.rule_checkpoint", "no saved rule"]),
     (

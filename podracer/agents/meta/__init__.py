@@ -2,8 +2,8 @@
 
 `meta_gradient` differentiates an outer loss through inner updates and
 `meta_gradient_rl` adapts an agent's own meta-parameters online with it (Xu et
-al. 2018); `lpg_rule` is the Learned Policy Gradient rule (Oh et al. 2020),
-`rule_checkpoint` saves and loads a meta-trained rule, and `learned_rule`
-registers the agent that learns by it. Meta-training the rule runs in
+al. 2018); `lpg_rule` is the Learned Policy Gradient rule (Oh et al. 2020) and
+`rule_checkpoint` saves and loads a meta-trained rule (the agent that learns by
+it is `podracer.agents.algorithms.learned_rule`). Meta-training the rule runs in
 `podracer.anakin.meta_program`.
 """
