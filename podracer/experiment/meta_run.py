@@ -17,6 +17,7 @@ import numpy as np
 from ml_collections import ConfigDict
 
 from podracer.agents.meta import rule_checkpoint
+from podracer.anakin import meta_members
 from podracer.anakin import meta_program as program
 from podracer.devices import distributed
 from podracer.devices.device_split import anakin_devices
@@ -32,8 +33,8 @@ from podracer.run.stopping import stop_signals
 
 @dataclasses.dataclass
 class MetaRun:
-    settings: program.Settings
-    families: tuple[program.Family, ...]
+    settings: meta_members.Settings
+    families: tuple[meta_members.Family, ...]
     state: program.MetaState
     dispatch: Callable  # Compiled: (state, updates) -> (state, outputs).
     steps_per_update: int  # Inner environment steps per meta-update, over every member.

@@ -27,7 +27,7 @@ from podracer.agents.meta import lpg_rule
 from podracer.agents.meta.meta_gradient_rl import EPS_ROOT
 from podracer.agents.models import networks
 from podracer.agents.trajectory import transitions
-from podracer.anakin import meta_program as program
+from podracer.anakin import meta_members
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.experiment import schema
@@ -96,7 +96,7 @@ def validate(config: ConfigDict) -> None:
     families(config)
 
 
-def families(config: ConfigDict, devices: int = 1) -> tuple[program.Family, ...]:
+def families(config: ConfigDict, devices: int = 1) -> tuple[meta_members.Family, ...]:
     """The families `meta.environments` lists, built; `ConfigError` naming it for an entry that cannot work."""
     entries = config.meta.environments
     fix = 'list (name, kwargs, members) entries, e.g. (("lpg_tabular", {"variant": "dense"}, 8),)'
@@ -119,14 +119,14 @@ def families(config: ConfigDict, devices: int = 1) -> tuple[program.Family, ...]
             ) from None
         label = "/".join([name, *map(str, kwargs.values())])
         label += f"#{i}" if any(family.label == label for family in built) else ""
-        built.append(program.Family(label, env, members))
+        built.append(meta_members.Family(label, env, members))
     return tuple(built)
 
 
-def settings(config: ConfigDict) -> program.Settings:
+def settings(config: ConfigDict) -> meta_members.Settings:
     meta = config.meta
     rule = lpg_rule.RuleSettings(meta.hidden_size, config.agent.prediction_size, meta.embedding_size)
-    return program.Settings(
+    return meta_members.Settings(
         rule=rule,
         envs_per_member=meta.envs_per_member,
         unroll_length=config.unroll_length,
@@ -139,7 +139,7 @@ def settings(config: ConfigDict) -> program.Settings:
     )
 
 
-def rule_agent(config: ConfigDict, run_settings: program.Settings) -> Callable:
+def rule_agent(config: ConfigDict, run_settings: meta_members.Settings) -> Callable:
     """`agent_for(meta_params)`: `learned_rule`'s agent (network, optimiser) learning by the rule eta given, with a
     critic beside it (`with_critic`).
 
@@ -172,7 +172,7 @@ def rule_agent(config: ConfigDict, run_settings: program.Settings) -> Callable:
     return agent_for
 
 
-def with_critic(agent: Agent, config: ConfigDict, optimizer, run_settings: program.Settings) -> Agent:
+def with_critic(agent: Agent, config: ConfigDict, optimizer, run_settings: meta_members.Settings) -> Agent:
     """`agent` whose learner state is the pair (agent's, critic's): a value network (`config.network`'s) that each
     `learn` also trains, by TD(lambda) on the same trajectory, with the critic loss of A3C (Mnih et al. 2016),
     1/2 E[(sg(G_t) - v_t)^2]. It is the baseline of the meta-objective only, as LPG's (Oh et al. 2020, Section
