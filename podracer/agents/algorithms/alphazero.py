@@ -55,9 +55,8 @@ from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
-from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.config import field_checks, settings
+from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import ACTION_MASK, GAME_STATE
@@ -201,7 +200,7 @@ def check_game(observation_spec: Any, game: Any) -> None:
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
+    agent_config, network = config.agent, shared_fields.network_settings(config)
     game = with_config_kwargs(config, envs.make, config.env.name)  # Its rules are the search's model.
     replay_setup = shared_fields.replay_setup(config, agent_config.outcome_horizon + 1)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)

@@ -62,10 +62,9 @@ from podracer.agents.learning import recurrent_replay, replay
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import networks
-from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.config import field_checks, settings
+from podracer.config import field_checks
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import action_mask
@@ -236,7 +235,7 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
+    agent_config, network = config.agent, shared_fields.network_settings(config)
     replay_setup = shared_fields.replay_setup(
         config, sequence_length=agent_config.sequence_length + agent_config.n_step
     )

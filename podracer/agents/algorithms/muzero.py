@@ -54,10 +54,9 @@ from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import muzero_model, support
-from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
-from podracer.config import field_checks, settings
+from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
@@ -205,7 +204,7 @@ def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict)
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
+    agent_config, network = config.agent, shared_fields.network_settings(config)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
     replay_setup = shared_fields.replay_setup(config, sequence_length)
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)

@@ -27,12 +27,13 @@ from flax import struct
 from ml_collections import ConfigDict
 
 from podracer.agents.agent import Agent
+from podracer.agents.algorithms import shared_fields
 from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.meta import meta_gradient_rl
 from podracer.agents.models import networks, normalization, policy
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.config import field_checks, settings
+from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 from podracer.envs.timestep import FIRST, TimeStep
@@ -66,7 +67,7 @@ def network_agent(
 ) -> Agent:
     """The agent around `learn`; `prediction_size` > 0 gives its network a prediction vector in place of the value,
     and `centralised_critic` a value function of the global state (`networks.ActorCritic`)."""
-    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
+    agent_config, network = config.agent, shared_fields.network_settings(config)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> LearnerState:
         module = networks.make_network(network, observation_spec, action_spec)
@@ -139,7 +140,7 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     """
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
     loss_fn = functools.partial(loss, unroll_fn=networks.unroll, **hyperparameters(config.agent))
-    chunk_axis = 1 if slices_gradients(settings.read(NetworkSettings, config.network)) else None
+    chunk_axis = 1 if slices_gradients(shared_fields.network_settings(config)) else None
     if meta_gradient_rl.learns(config.agent):  # Some hyperparameters are learned by meta-gradients.
         learn = meta_gradient_rl.make_learn(config, loss_fn, optimizer, num_updates, chunk_axis)
         agent = network_agent(config, optimizer, learn, prediction_size)

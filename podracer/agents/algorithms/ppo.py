@@ -25,14 +25,14 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
+from podracer.agents.algorithms import shared_fields
 from podracer.agents.algorithms.network_agent import hyperparameters, network_agent, shared_defaults, validate_shared
 from podracer.agents.learning.minibatches import minibatch_epochs
 from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import generalized_advantages
 from podracer.agents.models import networks, policy
-from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.config import field_checks, settings
+from podracer.config import field_checks
 from podracer.devices import collectives
 from podracer.envs.timestep import FIRST
 
@@ -200,7 +200,7 @@ def build(config: ConfigDict, num_updates: int, centralised_critic: bool = False
         learn,
         unroll_fn=networks.unroll,
         optimizer=optimizer,
-        chunk=slices_gradients(settings.read(NetworkSettings, config.network)),
+        chunk=slices_gradients(shared_fields.network_settings(config)),
         **hyperparameters(agent_config),
     )
     return network_agent(config, optimizer, ppo_learn, centralised_critic=centralised_critic)

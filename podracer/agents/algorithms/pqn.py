@@ -42,14 +42,13 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import dqn
+from podracer.agents.algorithms import dqn, shared_fields
 from podracer.agents.learning.minibatches import minibatch_epochs
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
-from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.config import field_checks, settings
+from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 
@@ -157,7 +156,7 @@ def make_samples(
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, settings.read(NetworkSettings, config.network)
+    agent_config, network = config.agent, shared_fields.network_settings(config)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(config.optimizer, gradient_steps=gradient_steps)
     epsilon = dqn.epsilon_schedule(agent_config, num_updates)

@@ -1,10 +1,11 @@
-"""The fields several agents share in `config.agent`: replay's and search's defaults, their checks, and reading them.
+"""The fields several agents share: replay's and search's in `config.agent`, and the network's, read into values.
 
 What `podracer.agents.learning.replay`, `recurrent_replay` and
 `podracer.agents.algorithms.search` take as values is read here from
 `config.agent` (and the device split) by the builders of the agents that use
 them: replay for DQN (with R2D2's fields), MuZero, AlphaZero, SAC and TD3, the
-search for MuZero and AlphaZero.
+search for MuZero and AlphaZero; and what `podracer.agents.models.networks`
+takes, from `config.network`.
 """
 
 from ml_collections import ConfigDict
@@ -13,6 +14,7 @@ from podracer.agents.algorithms import search
 from podracer.agents.algorithms.search import SearchSettings
 from podracer.agents.learning import replay
 from podracer.agents.learning.replay import ReplaySettings, ReplaySetup
+from podracer.agents.models.network_settings import NetworkSettings
 from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
 from podracer.devices.device_split import environments_per_learner_device, learn_calls_per_update
@@ -98,3 +100,8 @@ def validate_search(config: ConfigDict) -> None:
 def search_settings(config: ConfigDict) -> SearchSettings:
     """The search `config.agent`'s search fields describe."""
     return settings.read(SearchSettings, config.agent)
+
+
+def network_settings(config: ConfigDict) -> NetworkSettings:
+    """The network `config.network` describes."""
+    return settings.read(NetworkSettings, config.network)
