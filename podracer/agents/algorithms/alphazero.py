@@ -88,12 +88,7 @@ def validate(config: ConfigDict) -> None:
             "AlphaZero samples its buffer uniformly, as the paper samples its latest games",
             "set --config.agent.prioritised=False",
         )
-    if config.network.core != "none":
-        raise ConfigError(
-            "network.core",
-            f"AlphaZero's search evaluates positions one at a time; it takes no {config.network.core} core",
-            "set --config.network.core=none",
-        )
+    shared_fields.require_feed_forward(config, "AlphaZero's search evaluates positions one at a time")
     game = config.env.name
     if not isinstance(game, str) or split_suite(game)[0] != "pgx":
         raise ConfigError(

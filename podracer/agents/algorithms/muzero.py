@@ -57,7 +57,6 @@ from podracer.agents.models import muzero_model, support
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
 from podracer.config import field_checks
-from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
 from podracer.envs.timestep import LAST
@@ -91,12 +90,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.choice(config, "agent.value_bootstrap", VALUE_BOOTSTRAPS)
     shared_fields.validate_search(config)
     shared_fields.validate_replay(config)
-    if config.network.core != "none":
-        raise ConfigError(
-            "network.core",
-            f"MuZero's model is feed-forward (representation, dynamics, prediction); it takes no {config.network.core} core",
-            "set --config.network.core=none, or use a recurrent agent (actor_critic, ppo, impala, dqn)",
-        )
+    shared_fields.require_feed_forward(config, "MuZero's model is feed-forward (representation, dynamics, prediction)")
 
 
 @struct.dataclass

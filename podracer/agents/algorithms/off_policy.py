@@ -78,10 +78,7 @@ def validate(config: ConfigDict) -> None:
             f"{name}'s actor and critics read a vector of features through an MLP, not {config.network.torso!r}",
             "set --config.network.torso=mlp",
         )
-    if config.network.core != "none":
-        raise ConfigError(
-            "network.core", f"{name} is feed-forward, with no recurrent core", "set --config.network.core=none"
-        )
+    shared_fields.require_feed_forward(config, f"{name}'s actor and critics are feed-forward")
 
 
 @struct.dataclass

@@ -49,7 +49,6 @@ from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
 from podracer.config import field_checks
-from podracer.config.errors import ConfigError
 from podracer.devices import collectives
 
 
@@ -77,12 +76,7 @@ def validate(config: ConfigDict) -> None:
     dqn.validate_epsilon(config)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     field_checks.number(config, "agent.reward_scale", example=0.1, above=0.0)
-    if config.network.core != "none":
-        raise ConfigError(
-            "network.core",
-            f"PQN learns from single transitions with a feed-forward Q-network, not a {config.network.core} core",
-            "set --config.network.core=none",
-        )
+    shared_fields.require_feed_forward(config, "PQN learns from single transitions with a feed-forward Q-network")
 
 
 @struct.dataclass

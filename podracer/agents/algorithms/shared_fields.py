@@ -73,6 +73,17 @@ def validate_recurrent(config: ConfigDict) -> None:
         )
 
 
+def require_feed_forward(config: ConfigDict, why: str) -> None:
+    """Refuses a recurrent core (`config.network.core`) for an agent that has no use for one, saying `why`."""
+    if config.network.core != "none":
+        raise ConfigError(
+            "network.core",
+            f"{why}; it takes no {config.network.core} core",
+            "set --config.network.core=none, or pick an agent that takes a core (the network.core column of "
+            "docs/what-ships.md)",
+        )
+
+
 def replay_setup(config: ConfigDict, sequence_length: int) -> ReplaySetup:
     """The buffer and replay loop `config.agent`'s replay fields describe, sampling sequences of `sequence_length`."""
     return replay.setup(
