@@ -21,7 +21,6 @@ def get_config():
     config.num_envs = 16
     config.unroll_length = 128
     config.total_steps = 9_998_336  # 4,882 updates of 16 x 128 steps: JaxMARL's int(1e7 / 128 / 16).
-    config.network.shared_torso = False
     config.network.hidden_sizes = (128,)
     config.network.activation = "relu"
     config.network.core = "gru"

@@ -30,7 +30,6 @@ def get_config():
     config.unroll_length = 128
     config.total_steps = 9_994_240  # 610 updates of 128 x 128 steps: JaxMARL's int(1e7 / 128 / 128).
     config.agent.entropy_cost = 0.0
-    config.network.shared_torso = False
     config.network.hidden_sizes = (128,)
     config.network.activation = "relu"
     config.network.core = "gru"

@@ -8,7 +8,7 @@ imported (a config file can import it).
 """
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ml_collections import ConfigDict
@@ -28,6 +28,7 @@ class AgentEntry:
     validate: Callable[[ConfigDict], None] | None = None  # Raises ConfigError for impossible config.agent values.
     several_agents: bool = False  # Trains the agents of a multi-agent environment (several_agents.per_agent).
     check_environment: Callable[[ConfigDict, Any], None] | None = None  # ConfigError where the environment won't do.
+    config_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # Other fields, by dotted name.
 
 
 _AGENTS: dict[str, AgentEntry] = {}
@@ -41,6 +42,7 @@ def register(
     validate: Callable[[ConfigDict], None] | None = None,
     several_agents: bool = False,
     check_environment: Callable[[ConfigDict, Any], None] | None = None,
+    config_defaults: Mapping[str, Any] | None = None,
 ) -> None:
     """Makes `config.agent.name = name` build agents with `build(config, num_updates)`.
 
@@ -48,10 +50,15 @@ def register(
     such as a learning rate annealed to zero. `several_agents` says the agent
     trains every agent of a multi-agent environment, and only those;
     `check_environment(config, env)` refuses an environment the agent cannot
-    train on (`check_environment` below). Registering a name again replaces
+    train on (`check_environment` below). `config_defaults` are the
+    values outside `config.agent` that the agent needs where the schema's own
+    defaults do not suit it, by dotted field name (MAPPO's critic has a torso
+    of its own: `{"network.shared_torso": False}`). Registering a name again replaces
     it (a notebook cell may run twice).
     """
-    _AGENTS[name] = AgentEntry(name, defaults, build, validate, several_agents, check_environment)
+    _AGENTS[name] = AgentEntry(
+        name, defaults, build, validate, several_agents, check_environment, dict(config_defaults or {})
+    )
 
 
 def names() -> list[str]:

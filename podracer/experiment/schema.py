@@ -70,6 +70,8 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.agent = agent_group(agent)
     # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.config.population).
     config.population = ConfigDict()
+    for field, value in agents.lookup(agent).config_defaults.items():  # What the agent needs otherwise.
+        loading.override(config, field, value, source=f"{agent}'s registry entry")
     return config
 
 

@@ -64,6 +64,21 @@ def test_static_validation_rejects_values_that_cannot_be_meant(path, overrides, 
     assert message.count(";") >= 1  # "config.FIELD: the problem; the fix".
 
 
+@pytest.mark.parametrize("architecture", sorted(schema.ARCHITECTURES))
+@pytest.mark.parametrize("agent", podracer.agents.names())
+def test_every_agents_defaults_pass_the_static_checks(agent, architecture):
+    """`podracer.defaults(agent)` is a config to start from: only what no default can give is refused, naming it."""
+    config = podracer.defaults(agent, architecture=architecture)
+    refused = {"learned_rule": "agent.rule_checkpoint"}  # A meta-trained rule's folder: the user's to give.
+    refused |= {"alphazero": "env.name"} if architecture == "sebulba" else {}  # Pgx games are Anakin's.
+    if agent in refused:
+        with pytest.raises(podracer.ConfigError) as error:
+            schema.validate(config)
+        assert error.value.field == refused[agent], error.value
+    else:
+        schema.validate(config)
+
+
 def test_static_validation_touches_no_device():
     result = run_module("validate_without_devices", CATCH, json.dumps({"agent.gamma": 1.5}))
     assert result.returncode == 0, result.stderr

@@ -234,4 +234,10 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     )
 
 
-registry.register("alphazero", defaults=defaults, build=build, validate=validate)
+registry.register(
+    "alphazero",
+    defaults=defaults,
+    build=build,
+    validate=validate,
+    config_defaults={"env.name": "pgx:tic_tac_toe", "env.kwargs.self_play": True},  # A game, played both sides.
+)

@@ -92,4 +92,5 @@ for _name, _critic in (("ippo", "local"), ("mappo", "centralised")):
         validate=validate,
         several_agents=True,
         check_environment=check_environment,
+        config_defaults={"network.shared_torso": False} if _critic == "centralised" else None,
     )
