@@ -24,6 +24,7 @@ from ml_collections import ConfigDict
 
 import podracer
 import podracer.agents
+from podracer.config.loading import OPEN_FIELDS
 from podracer.envs import env_registry
 from tests.helpers import ROOT, save_random_rule
 
@@ -204,6 +205,9 @@ def documented(field: str, page: str) -> bool:
     tables ("### Agent fields", "### Network fields") or row (`optimizer.*`)."""
     if {field, f"{field}.*"} & backticked(page):
         return True
+    open_group = next((group for group in OPEN_FIELDS if field.startswith(f"{group}.")), None)
+    if open_group:  # An environment's own option (AlphaZero's `env.kwargs.self_play`): the open group's row.
+        return open_group in backticked(page)
     group, _, within = field.partition(".")
     if not within:
         return False

@@ -8,7 +8,7 @@ from dm_env import specs
 
 import podracer
 from podracer import agents
-from podracer.agents.algorithms import dqn
+from podracer.agents.learning import exploration
 from podracer.agents.models import normalization, policy
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK
@@ -101,7 +101,7 @@ def test_epsilon_greedy_chooses_only_legal_actions():
 
 def test_epsilon_greedy_without_a_mask_draws_every_action():
     keys = jax.random.split(jax.random.key(6), 4096)
-    actions = np.asarray(dqn.epsilon_greedy(jnp.zeros((4096, A)), jnp.float32(1.0), keys))
+    actions = np.asarray(exploration.epsilon_greedy(jnp.zeros((4096, A)), jnp.float32(1.0), keys))
     assert set(actions.tolist()) == set(range(A))
 
 

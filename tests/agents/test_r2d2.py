@@ -19,10 +19,11 @@ from dm_env import specs
 
 import podracer
 from podracer.agents.algorithms import dqn
-from podracer.agents.learning import recurrent_replay, replay
+from podracer.agents.learning import exploration, recurrent_replay, replay
 from podracer.agents.models import networks
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.trajectory import Trajectory
+from podracer.config import settings
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from podracer.experiment import schema
 from tests.helpers import load_config
@@ -91,11 +92,12 @@ def q_network_params(core: str, seed: int) -> networks.NetworkParams:
     return jax.jit(lambda key: networks.init_module(key, module, OBSERVATION_SPEC))(jax.random.key(seed))
 
 
-def agent_config(burn_in: int, sequence_length: int, n_step: int = 2):
+def agent_config(burn_in: int, sequence_length: int, n_step: int = 2) -> dqn.LossSettings:
+    """DQN's defaults with these sequences, as the loss reads them."""
     config = podracer.defaults("dqn").agent
     config.gamma, config.n_step, config.priority_eta = GAMMA, n_step, ETA
     config.burn_in, config.sequence_length = burn_in, sequence_length
-    return config
+    return settings.read(dqn.LossSettings, config)
 
 
 def np_sequence_reference(sample, q_online, q_target, burn_in, length, n):
@@ -201,7 +203,7 @@ def test_a_recurrent_dqn_acts_from_its_state_stores_the_state_it_was_given_and_r
     config.network = network_config("lstm")
     agent = dqn.build(config, num_updates=10)
     assert agent.recurrent and dqn.build(podracer.defaults("dqn"), num_updates=10).initial_state is None
-    params = dqn.ActingParams(q_network_params("lstm", 0), epsilon=jnp.float32(0.0))  # Greedy.
+    params = exploration.ActingParams(q_network_params("lstm", 0), epsilon=jnp.float32(0.0))  # Greedy.
     rng = np.random.default_rng(0)
     state = jax.tree.map(lambda x: jnp.asarray(rng.normal(size=x.shape), x.dtype), agent.initial_state(3))
     timestep = TimeStep(

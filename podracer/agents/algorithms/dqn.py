@@ -37,14 +37,14 @@ eta = `priority_eta` = 0.9). R2D2's invertible value rescaling h(x) (Section
 After every gradient step the target network moves towards the online one:
 `target_tau = 1` with `target_update_period = N` copies it every N steps (Mnih
 et al. 2015); `target_update_period = 1` with `target_tau < 1` is Polyak
-averaging (Lillicrap et al. 2016). `act` is epsilon-greedy, epsilon decaying
+averaging (Lillicrap et al. 2016). `act` is epsilon-greedy (`exploration`), epsilon decaying
 linearly from `epsilon_start` to `epsilon_end` over the first
 `epsilon_fraction` of the run's `learn` calls; its extras are the Q-values
 (and a recurrent DQN's state), of which the buffer keeps only the state.
 `greedy_act` is `act` with epsilon 0: the argmax of the (legal) Q-values.
 """
 
-from collections.abc import Callable
+import dataclasses
 from typing import Any
 
 import chex
@@ -58,23 +58,17 @@ from podracer.agents import registry
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import shared_fields
 from podracer.agents.algorithms.network_agent import recurrent_state
-from podracer.agents.learning import recurrent_replay, replay
+from podracer.agents.learning import exploration, recurrent_replay, replay
+from podracer.agents.learning.exploration import EpsilonSettings
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import networks
-from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import Trajectory, transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
 from podracer.envs.actions import action_mask
 from podracer.envs.timestep import FIRST, TimeStep
-
-EPSILON_DEFAULTS = {
-    "epsilon_start": 1.0,
-    "epsilon_end": 0.05,
-    "epsilon_fraction": 0.5,  # Of the run's learn calls, over which epsilon decays linearly.
-}
 
 
 def defaults() -> ConfigDict:
@@ -85,7 +79,7 @@ def defaults() -> ConfigDict:
             "double_q": True,  # The online network picks the bootstrap action, the target network values it.
             "target_update_period": 500,  # Gradient steps between target updates.
             "target_tau": 1.0,  # Each target update moves tau of the way to the online network (1: a copy).
-            **EPSILON_DEFAULTS,
+            **shared_fields.EPSILON_DEFAULTS,
             "huber_delta": 1.0,  # Where the Huber loss turns from squared to linear.
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari).
             **shared_fields.REPLAY_DEFAULTS,
@@ -100,29 +94,11 @@ def validate(config: ConfigDict) -> None:
     field_checks.boolean(config, "agent.double_q")
     field_checks.integer(config, "agent.target_update_period", at_least=1, example=500)
     field_checks.number(config, "agent.target_tau", example=1.0, above=0.0, at_most=1.0)
-    validate_epsilon(config)
+    shared_fields.validate_epsilon(config)
     field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     shared_fields.validate_replay(config)
     shared_fields.validate_recurrent(config)
-
-
-def validate_epsilon(config: ConfigDict) -> None:
-    """The fields of `EPSILON_DEFAULTS`, each in [0, 1]."""
-    for field, example in EPSILON_DEFAULTS.items():
-        field_checks.fraction(config, f"agent.{field}", example=example)
-
-
-def epsilon_schedule(agent_config: ConfigDict, num_updates: int) -> optax.Schedule:
-    """Epsilon by `learn` calls so far: linear from `epsilon_start` to `epsilon_end` over the first
-    `epsilon_fraction` of the run's `num_updates` calls, then constant."""
-    steps = max(1, int(agent_config.epsilon_fraction * num_updates))
-    return optax.linear_schedule(agent_config.epsilon_start, agent_config.epsilon_end, steps)
-
-
-def greedy(act_fn: Callable) -> Callable:
-    """`act_fn` (`act` or `recurrent_act`) with epsilon 0: the argmax of the (legal) Q-values."""
-    return lambda params, *args: act_fn(params.replace(epsilon=jnp.zeros_like(params.epsilon)), *args)
 
 
 @struct.dataclass
@@ -135,43 +111,15 @@ class DQNState:
     gradient_steps: chex.Array  # int32: gradient steps so far (the target update's clock).
 
 
-@struct.dataclass
-class ActingParams:
-    network: networks.NetworkParams
-    epsilon: chex.Array  # The exploration rate now.
-
-
-def act(params: ActingParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
-    """Epsilon-greedy actions `[B]`, one key per environment; the extras are the Q-values `[B, A]`."""
-    _, q_values = params.network.step((), observation)
-    return epsilon_greedy(q_values, params.epsilon, key, action_mask(observation)), {"q_values": q_values}
-
-
 def recurrent_act(
-    params: ActingParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
+    params: exploration.ActingParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
 ) -> tuple[chex.Array, dict, Any]:
-    """`act` with a recurrent core, which restarts its state where the step type is FIRST; it returns the core's
+    """`exploration.act` with a recurrent core, which restarts its state where the step type is FIRST; it returns the core's
     next state, and in the extras the state it was given (R2D2's stored state, under `recurrent_replay.STATE`)."""
     next_state, q_values = params.network.step(state, timestep.observation, timestep.step_type == FIRST)
     extras = {"q_values": q_values, recurrent_replay.STATE: state}
-    return epsilon_greedy(q_values, params.epsilon, key, action_mask(timestep.observation)), extras, next_state
-
-
-def epsilon_greedy(
-    q_values: chex.Array, epsilon: chex.Array, key: chex.PRNGKey, legal: chex.Array | None = None
-) -> chex.Array:
-    """int32 `[B]`: with probability epsilon a uniformly random action, else argmax Q; one key per environment.
-
-    With a mask of legal actions `legal` `[B, A]` the random action is uniform over the legal ones (the network
-    has already masked the Q-values, so the argmax is legal too).
-    """
-    explore_keys, action_keys = jnp.moveaxis(jax.vmap(jax.random.split)(key), 1, 0)
-    explore = jax.vmap(jax.random.uniform)(explore_keys) < epsilon
-    if legal is None:
-        random_actions = jax.vmap(lambda k: jax.random.randint(k, (), 0, q_values.shape[-1]))(action_keys)
-    else:
-        random_actions = jax.vmap(jax.random.categorical)(action_keys, mask_illegal(jnp.zeros_like(q_values), legal))
-    return jnp.where(explore, random_actions, jnp.argmax(q_values, axis=-1)).astype(jnp.int32)
+    actions = exploration.epsilon_greedy(q_values, params.epsilon, key, action_mask(timestep.observation))
+    return actions, extras, next_state
 
 
 def sequence_targets(
@@ -200,7 +148,23 @@ def sequence_targets(
     return n_step_returns(tr.rewards, tr.discounts, values, tr.lambdas(1.0), n_step)
 
 
-def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: ConfigDict) -> tuple[chex.Array, tuple]:
+@dataclasses.dataclass(frozen=True)
+class LossSettings:
+    """What DQN's loss reads of `config.agent` (each field is described in `defaults`)."""
+
+    gamma: float
+    n_step: int
+    double_q: bool
+    huber_delta: float
+    reward_clip: float
+    burn_in: int
+    sequence_length: int
+    priority_eta: float
+
+
+def loss(
+    params: Any, sample: replay.Sample, target_params: Any, loss_settings: LossSettings
+) -> tuple[chex.Array, tuple]:
     """The importance-weighted Huber loss of each sequence's trained transitions; aux `(metrics, priorities [S])`.
 
     A sampled sequence starts from the state stored with its first item; the
@@ -209,29 +173,29 @@ def loss(params: Any, sample: replay.Sample, target_params: Any, agent_config: C
     and the mean |TD error| of its trained transitions (`recurrent_replay`).
     """
     trajectory = recurrent_replay.from_stored_state(sample.trajectory)
-    length = agent_config.sequence_length
-    q_values = recurrent_replay.online_q_values(params, trajectory, agent_config.burn_in)
+    length = loss_settings.sequence_length
+    q_values = recurrent_replay.online_q_values(params, trajectory, loss_settings.burn_in)
     q_target = networks.unroll_trajectory(networks.unroll, target_params, trajectory)
     targets = sequence_targets(
         trajectory,
         jax.lax.stop_gradient(q_values),
         q_target,
-        agent_config.gamma,
-        agent_config.double_q,
-        agent_config.reward_clip,
-        agent_config.n_step,
+        loss_settings.gamma,
+        loss_settings.double_q,
+        loss_settings.reward_clip,
+        loss_settings.n_step,
     )
     chosen = jnp.take_along_axis(q_values[:length], trajectory.action[:length, :, None], axis=-1)[..., 0]
     td_errors = jax.lax.stop_gradient(targets) - chosen
-    mask = recurrent_replay.trained_mask(trajectory, agent_config.burn_in, length)
+    mask = recurrent_replay.trained_mask(trajectory, loss_settings.burn_in, length)
     count = jnp.maximum(jnp.sum(mask), 1.0)
-    total = jnp.sum(mask * sample.weights * optax.huber_loss(td_errors, delta=agent_config.huber_delta)) / count
+    total = jnp.sum(mask * sample.weights * optax.huber_loss(td_errors, delta=loss_settings.huber_delta)) / count
     metrics = {
         "loss": total,
-        "q_mean": jnp.mean(chosen[agent_config.burn_in :]),
+        "q_mean": jnp.mean(chosen[loss_settings.burn_in :]),
         "td_abs": jnp.sum(mask * jnp.abs(td_errors)) / count,
     }
-    return total, (metrics, recurrent_replay.sequence_priorities(jnp.abs(td_errors), mask, agent_config.priority_eta))
+    return total, (metrics, recurrent_replay.sequence_priorities(jnp.abs(td_errors), mask, loss_settings.priority_eta))
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
@@ -240,7 +204,8 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         config, sequence_length=agent_config.sequence_length + agent_config.n_step
     )
     optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
-    epsilon = epsilon_schedule(agent_config, num_updates)
+    epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
+    loss_settings = settings.read(LossSettings, agent_config)
 
     stored_extras = recurrent_replay.stored_state_spec(network)
 
@@ -256,11 +221,11 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
             gradient_steps=jnp.int32(0),
         )
 
-    def acting_params(state: DQNState) -> ActingParams:
-        return ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
+    def acting_params(state: DQNState) -> exploration.ActingParams:
+        return exploration.ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
 
     def gradient_step(state: DQNState, sample: replay.Sample, axis_name) -> tuple[DQNState, dict, chex.Array]:
-        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, state.target_params, agent_config), axis_name)
+        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, state.target_params, loss_settings), axis_name)
         grads, (metrics, priorities) = grad_fn(state.params, sample)
         grads, metrics = collectives.mean((grads, metrics), axis_name)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
@@ -282,14 +247,14 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state, metrics = replayed_learn(state, recurrent_replay.kept_extras(trajectory), key, axis_name)
         return state, {**metrics, "epsilon": epsilon(learn_calls)}
 
-    sampling_act = act if network.core == "none" else recurrent_act
+    sampling_act = exploration.act if network.core == "none" else recurrent_act
     return Agent(
         init=init,
         act=sampling_act,
         learn=learn,
         acting_params=acting_params,
         initial_state=recurrent_state(network, networks.q_network_state),
-        greedy_act=greedy(sampling_act),
+        greedy_act=exploration.greedy(sampling_act),
     )
 
 

@@ -26,8 +26,8 @@ The transition from an episode's LAST step to the next FIRST one is not a
 real one: it counts as zero in the loss (`Transitions.valid`). Rewards are
 clipped where `reward_clip` > 0, then scaled by `reward_scale` (purejaxql's
 `REW_SCALE`). Acting is DQN's: epsilon-greedy with epsilon decaying linearly
-over the first `epsilon_fraction` of the run's `learn` calls (`dqn.act`,
-`dqn.epsilon_schedule`); its extras are the Q-values, which the targets
+over the first `epsilon_fraction` of the run's `learn` calls (`exploration.act`,
+`exploration.epsilon_schedule`); its extras are the Q-values, which the targets
 reuse. The Q-network is feed-forward (`network.core = "none"`).
 """
 
@@ -42,13 +42,15 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import dqn, shared_fields
+from podracer.agents.algorithms import shared_fields
+from podracer.agents.learning import exploration
+from podracer.agents.learning.exploration import EpsilonSettings
 from podracer.agents.learning.minibatches import minibatch_epochs
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.devices import collectives
 
 
@@ -60,7 +62,7 @@ def defaults() -> ConfigDict:
             "td_lambda": 0.65,  # The lambda of the lambda-return targets (0: one-step Q-learning).
             "num_epochs": 2,
             "num_minibatches": 32,
-            **dqn.EPSILON_DEFAULTS,
+            **shared_fields.EPSILON_DEFAULTS,
             "epsilon_fraction": 0.1,
             "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] (Atari), then scaled.
             "reward_scale": 1.0,  # Rewards are multiplied by it before the targets are computed.
@@ -73,7 +75,7 @@ def validate(config: ConfigDict) -> None:
     field_checks.fraction(config, "agent.td_lambda", example=0.65)
     field_checks.integer(config, "agent.num_epochs", at_least=1, example=2)
     field_checks.integer(config, "agent.num_minibatches", at_least=1, example=32)
-    dqn.validate_epsilon(config)
+    shared_fields.validate_epsilon(config)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     field_checks.number(config, "agent.reward_scale", example=0.1, above=0.0)
     shared_fields.require_feed_forward(config, "PQN learns from single transitions with a feed-forward Q-network")
@@ -153,7 +155,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, shared_fields.network_settings(config)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(config.optimizer, gradient_steps=gradient_steps)
-    epsilon = dqn.epsilon_schedule(agent_config, num_updates)
+    epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
     chunk_axis = 1 if slices_gradients(network) else None
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> PQNState:
@@ -161,8 +163,8 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         params = networks.init_module(key, module, observation_spec)
         return PQNState(params=params, opt_state=optimizer.init(params), learn_calls=jnp.int32(0))
 
-    def acting_params(state: PQNState) -> dqn.ActingParams:
-        return dqn.ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
+    def acting_params(state: PQNState) -> exploration.ActingParams:
+        return exploration.ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
 
     def learn(state: PQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[PQNState, dict]:
         samples, target_mean = make_samples(state.params, trajectory, agent_config)
@@ -186,7 +188,13 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         }
         return new_state.replace(learn_calls=state.learn_calls + 1), metrics
 
-    return Agent(init=init, act=dqn.act, learn=learn, acting_params=acting_params, greedy_act=dqn.greedy(dqn.act))
+    return Agent(
+        init=init,
+        act=exploration.act,
+        learn=learn,
+        acting_params=acting_params,
+        greedy_act=exploration.greedy(exploration.act),
+    )
 
 
 registry.register("pqn", defaults=defaults, build=build, validate=validate)

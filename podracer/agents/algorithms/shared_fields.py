@@ -13,6 +13,7 @@ from ml_collections import ConfigDict
 from podracer.agents.algorithms import search
 from podracer.agents.algorithms.search import SearchSettings
 from podracer.agents.learning import replay
+from podracer.agents.learning.exploration import EpsilonSettings
 from podracer.agents.learning.replay import ReplaySettings, ReplaySetup
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.config import field_checks, settings
@@ -21,6 +22,9 @@ from podracer.devices.device_split import environments_per_learner_device, learn
 
 REPLAY_DEFAULTS = settings.defaults(ReplaySettings)
 """The replay fields of `config.agent` for an agent that learns from a buffer."""
+
+EPSILON_DEFAULTS = settings.defaults(EpsilonSettings)
+"""The exploration fields of `config.agent` for an agent that acts epsilon-greedily on Q-values."""
 
 SEARCH_DEFAULTS = settings.defaults(SearchSettings)
 """The search fields of `config.agent` for an agent that acts by tree search."""
@@ -31,6 +35,12 @@ RECURRENT_DEFAULTS = {
     "priority_eta": 0.9,  # A sequence's priority: eta max |TD| + (1 - eta) mean |TD| of its trained transitions.
 }
 """R2D2's fields of DQN's `config.agent`."""
+
+
+def validate_epsilon(config: ConfigDict) -> None:
+    """Static checks of the `EPSILON_DEFAULTS` fields, each in [0, 1]."""
+    for field, example in EPSILON_DEFAULTS.items():
+        field_checks.fraction(config, f"agent.{field}", example=example)
 
 
 def validate_replay(config: ConfigDict) -> None:
