@@ -21,7 +21,7 @@ from ml_collections import ConfigDict
 from podracer import envs
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms.network_agent import network_agent
-from podracer.agents.learning.optimizer import OPTIMIZERS, make_optimizer, sgd_step
+from podracer.agents.learning.optimizer import OPTIMIZERS, OptimizerSettings, make_optimizer, sgd_step
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.meta import lpg_rule
 from podracer.agents.meta.meta_gradient_rl import EPS_ROOT
@@ -30,6 +30,7 @@ from podracer.agents.trajectory import transitions
 from podracer.anakin import meta_members
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
+from podracer.config.settings import read
 from podracer.experiment import schema
 
 RULE_FOLDER = "rule"  # WORKDIR/rule: the meta-network, as `learned_rule` loads it.
@@ -147,7 +148,7 @@ def rule_agent(config: ConfigDict, run_settings: meta_members.Settings) -> Calla
     (no average over devices: each member is its own agent), through an Adam
     made differentiable (`eps_root`); it acts with its parameters held constant.
     """
-    optimizer = make_optimizer(config.optimizer, gradient_steps=1, eps_root=EPS_ROOT)
+    optimizer = make_optimizer(read(OptimizerSettings, config.optimizer), gradient_steps=1, eps_root=EPS_ROOT)
     hyperparameters = {"gamma": run_settings.gamma, "prediction_cost": run_settings.prediction_cost}
 
     def agent_for(meta_params: Any):
@@ -205,4 +206,4 @@ def with_critic(agent: Agent, config: ConfigDict, optimizer, run_settings: meta_
 
 def meta_optimizer(config: ConfigDict):
     """The optimiser of the meta-network: `meta.optimizer` as `make_optimizer` reads it (Adam by default)."""
-    return make_optimizer(config.meta.optimizer, gradient_steps=config.meta.updates)
+    return make_optimizer(read(OptimizerSettings, config.meta.optimizer), gradient_steps=config.meta.updates)

@@ -16,7 +16,7 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer import agents
-from podracer.agents.learning.optimizer import OPTIMIZERS
+from podracer.agents.learning.optimizer import OPTIMIZERS, OptimizerSettings
 from podracer.agents.models.cores import CORES
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.torsos import TORSOS, VECTOR_TORSOS
@@ -64,9 +64,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     wandb_logger.add_defaults(config)  # Trackers beside TensorBoard and metrics.jsonl: config.logger.wandb.
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(settings.defaults(NetworkSettings))  # The network's fields and their defaults.
-    config.optimizer = ConfigDict(
-        {"name": "adam", "learning_rate": 3e-4, "max_grad_norm": 0.5, "eps": 1e-5, "anneal_lr": False}
-    )
+    config.optimizer = ConfigDict(settings.defaults(OptimizerSettings))
     config.agent = agent_group(agent)
     # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.config.population).
     config.population = ConfigDict()

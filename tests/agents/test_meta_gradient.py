@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from dm_env import specs
 from jax.sharding import PartitionSpec
-from ml_collections import ConfigDict
 
 import podracer
 from podracer import agents, envs
 from podracer.agents.learning.losses import policy_gradient_loss
-from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.learning.optimizer import LearnerState, OptimizerSettings, make_optimizer, sgd_step
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.meta import meta_gradient
 from podracer.agents.models import policy
@@ -25,7 +24,7 @@ from tests.references import T, make_params, make_trajectory, unroll_fn
 
 META = {"gamma": 0.9, "td_lambda": 0.8, "entropy_cost": 0.05}  # The meta-parameters eta.
 OUTER = {"gamma": 0.99, "td_lambda": 1.0, "entropy_cost": 0.0}  # The validation objective's fixed eta'.
-OPTIMIZER = ConfigDict({"name": "sgd", "learning_rate": 0.5, "max_grad_norm": 100.0, "eps": 1e-5, "anneal_lr": False})
+OPTIMIZER = OptimizerSettings(name="sgd", learning_rate=0.5, max_grad_norm=100.0)
 LEARN = ("gamma", "td_lambda", "entropy_cost")
 META_DEFAULT = {"gamma": 0.99, "td_lambda": 0.9, "entropy_cost": 0.01}  # actor_critic's defaults.
 

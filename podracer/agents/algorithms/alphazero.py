@@ -198,7 +198,9 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, shared_fields.network_settings(config)
     game = with_config_kwargs(config, envs.make, config.env.name)  # Its rules are the search's model.
     replay_setup = shared_fields.replay_setup(config, agent_config.outcome_horizon + 1)
-    optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
+    optimizer = make_optimizer(
+        shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
+    )
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> AlphaZeroState:
         check_game(observation_spec, game)

@@ -203,7 +203,9 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     replay_setup = shared_fields.replay_setup(
         config, sequence_length=agent_config.sequence_length + agent_config.n_step
     )
-    optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
+    optimizer = make_optimizer(
+        shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
+    )
     epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
     loss_settings = settings.read(LossSettings, agent_config)
 

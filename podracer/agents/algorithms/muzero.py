@@ -201,7 +201,9 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, shared_fields.network_settings(config)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
     replay_setup = shared_fields.replay_setup(config, sequence_length)
-    optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates * agent_config.replay_ratio)
+    optimizer = make_optimizer(
+        shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
+    )
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
         model = muzero_model.make_model(network, observation_spec, action_spec, agent_config.support_size)

@@ -138,7 +138,7 @@ def one_step_agent(config: ConfigDict, loss: Callable, num_updates: int, predict
     built-ins' are: an MLP's gradient is then taken over slices of them on CPU
     (`optimizer.chunked_grad`).
     """
-    optimizer = make_optimizer(config.optimizer, gradient_steps=num_updates)
+    optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=num_updates)
     loss_fn = functools.partial(loss, unroll_fn=networks.unroll, **hyperparameters(config.agent))
     chunk_axis = 1 if slices_gradients(shared_fields.network_settings(config)) else None
     if meta_gradient_rl.learns(config.agent):  # Some hyperparameters are learned by meta-gradients.

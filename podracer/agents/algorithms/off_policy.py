@@ -164,7 +164,9 @@ class Rules:
 
 def make_off_policy_optimizer(config: ConfigDict, num_updates: int) -> optax.GradientTransformation:
     """`config.optimizer` over the run's gradient steps (`replay_ratio` per `learn` call)."""
-    return make_optimizer(config.optimizer, gradient_steps=num_updates * config.agent.replay_ratio)
+    return make_optimizer(
+        shared_fields.optimizer_settings(config), gradient_steps=num_updates * config.agent.replay_ratio
+    )
 
 
 def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:

@@ -194,7 +194,8 @@ def build(config: ConfigDict, num_updates: int, centralised_critic: bool = False
     """PPO as `config` describes it; `centralised_critic` gives it MAPPO's value function of the global state."""
     agent_config = config.agent
     optimizer = make_optimizer(
-        config.optimizer, gradient_steps=num_updates * agent_config.num_epochs * agent_config.num_minibatches
+        shared_fields.optimizer_settings(config),
+        gradient_steps=num_updates * agent_config.num_epochs * agent_config.num_minibatches,
     )
     ppo_learn = functools.partial(
         learn,

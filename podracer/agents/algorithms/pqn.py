@@ -154,7 +154,7 @@ def make_samples(
 def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, shared_fields.network_settings(config)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
-    optimizer = make_optimizer(config.optimizer, gradient_steps=gradient_steps)
+    optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
     epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
     chunk_axis = 1 if slices_gradients(network) else None
 

@@ -14,6 +14,7 @@ from podracer.agents.algorithms import search
 from podracer.agents.algorithms.search import SearchSettings
 from podracer.agents.learning import replay
 from podracer.agents.learning.exploration import EpsilonSettings
+from podracer.agents.learning.optimizer import OptimizerSettings
 from podracer.agents.learning.replay import ReplaySettings, ReplaySetup
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.config import field_checks, settings
@@ -121,6 +122,11 @@ def validate_search(config: ConfigDict) -> None:
 def search_settings(config: ConfigDict) -> SearchSettings:
     """The search `config.agent`'s search fields describe."""
     return settings.read(SearchSettings, config.agent)
+
+
+def optimizer_settings(config: ConfigDict) -> OptimizerSettings:
+    """`config.optimizer` as `make_optimizer` takes it."""
+    return settings.read(OptimizerSettings, config.optimizer)
 
 
 def network_settings(config: ConfigDict) -> NetworkSettings:

@@ -12,6 +12,7 @@ activations outgrow the core's cache (65,536 rows x 64 units are 16 MB), and
 at the speed of its matrix kernels while they fit.
 """
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
-from ml_collections import ConfigDict
 
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.devices import collectives
@@ -54,10 +54,21 @@ OPTIMIZERS = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class OptimizerSettings:
+    """An optimiser's fields (`config.optimizer`, and LPG's `config.meta.optimizer`)."""
+
+    name: str = "adam"  # One of OPTIMIZERS.
+    learning_rate: float = 3e-4
+    max_grad_norm: float = 0.5  # Gradients are clipped to this global norm first.
+    eps: float = 1e-5  # Added to Adam's and RMSProp's denominators.
+    anneal_lr: bool = False  # The rate decays linearly to 0 over the run's gradient steps.
+
+
 def make_optimizer(
-    optimizer_config: ConfigDict, gradient_steps: int, eps_root: float = 0.0
+    settings: OptimizerSettings, gradient_steps: int, eps_root: float = 0.0
 ) -> optax.GradientTransformation:
-    """Global-norm clipping, then `optimizer_config.name` (adam, radam, rmsprop or sgd).
+    """Global-norm clipping, then `settings.name` (adam, radam, rmsprop or sgd).
 
     With `anneal_lr` the rate decays linearly to 0 over the run's
     `gradient_steps`. The parameters are flattened into one vector for the
@@ -65,12 +76,12 @@ def make_optimizer(
     `eps_root > 0` makes Adam's update differentiable where a gradient is 0,
     for meta-gradients through it (`podracer.agents.meta.meta_gradient`).
     """
-    rate = optimizer_config.learning_rate
-    schedule = optax.linear_schedule(rate, 0.0, gradient_steps) if optimizer_config.anneal_lr else rate
+    rate = settings.learning_rate
+    schedule = optax.linear_schedule(rate, 0.0, gradient_steps) if settings.anneal_lr else rate
     return optax.flatten(
         optax.chain(
-            optax.clip_by_global_norm(optimizer_config.max_grad_norm),
-            OPTIMIZERS[optimizer_config.name](schedule, optimizer_config.eps, eps_root),
+            optax.clip_by_global_norm(settings.max_grad_norm),
+            OPTIMIZERS[settings.name](schedule, settings.eps, eps_root),
         )
     )
 

@@ -36,10 +36,17 @@ import optax
 from flax import struct
 from ml_collections import ConfigDict
 
-from podracer.agents.learning.optimizer import LearnerState, make_optimizer, mean_gradient, sgd_step
+from podracer.agents.learning.optimizer import (
+    LearnerState,
+    OptimizerSettings,
+    make_optimizer,
+    mean_gradient,
+    sgd_step,
+)
 from podracer.agents.meta import meta_gradient
 from podracer.config import field_checks, loading
 from podracer.config.errors import ConfigError
+from podracer.config.settings import read
 
 FIELD = "meta_gradient"  # The group of `config.agent` with the settings below.
 OUTER = "outer_"  # The fixed reference value eta' of a learnable hyperparameter X is the field outer_X.
@@ -139,7 +146,7 @@ def make_learn(
     settings = config.agent[FIELD]
     outer = {name: settings[f"{OUTER}{name}"] for name in learnable(settings)}
     meta_optimizer = _meta_optimizer(settings)
-    smooth = make_optimizer(config.optimizer, num_updates, eps_root=EPS_ROOT)
+    smooth = make_optimizer(read(OptimizerSettings, config.optimizer), num_updates, eps_root=EPS_ROOT)
 
     def inner_update(values, state, trajectory, axis_name, inner_optimizer=optimizer):
         loss = functools.partial(loss_fn, **values)
