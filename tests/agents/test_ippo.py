@@ -1,6 +1,6 @@
 """IPPO and MAPPO (`podracer.agents.several_agents.ippo`, `per_agent`): how parameters are shared or kept apart,
 against hand-computed updates and single-agent PPO; what the critics read; action masks; the checks of agent against
-environment; and two agents learning a cooperative game (`tests/programs/coordination_game.py`)."""
+environment; and two agents, alike or a team each, learning a cooperative game (`tests/programs/coordination_game.py`)."""
 
 import jax
 import jax.numpy as jnp
@@ -222,6 +222,19 @@ def test_two_agents_learn_to_meet_at_the_lit_arm(name, share, learning):
     config.agent = podracer.defaults(name).agent
     config.agent.share_parameters = share
     config.env.kwargs.masked = True
+    config.seed = learning.seed
+    learning.check(recent_return(podracer.train(config).history))
+
+
+@pytest.mark.slow  # One short run of two teams, about 8 s.
+@pytest.mark.learning("last 100 episodes", at_least=0.9, random=1 / 20)
+def test_two_teams_of_different_agents_learn_to_meet_at_the_lit_arm(learning):
+    """Teams learn, each by its own agent (`teams.over_teams`): the pointer sees the lit arm among its 4 arms, the
+    reader among its 5 (one never lit), and both must pull it. A random pair meets 1/20 of the time; seeds 0-4
+    reach 1, 0.99, 1, 0.98, 1."""
+    config = get_config()
+    config.env.name = "cued_coordination_teams"
+    config.agent.share_parameters = False
     config.seed = learning.seed
     learning.check(recent_return(podracer.train(config).history))
 

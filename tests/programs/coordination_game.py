@@ -5,6 +5,8 @@ are paid 1 (each) only when both pull the lit arm, so a random pair earns
 1/arms^2 and the joint optimum 1. With `masked`, every step makes one other
 arm illegal for each agent (an action mask); with `global_state`, the
 observation carries the lit arm as the global state for a centralised critic.
+`cued_coordination_teams` is the same game for two agents of different kinds,
+a team each (`CuedTeams`).
 
     podracer train --config tests/programs/coordination_game.py
 """
@@ -18,7 +20,7 @@ from dm_env import specs
 
 import podracer
 from podracer.envs.actions import ACTION_MASK
-from podracer.envs.multi_agent import GLOBAL_STATE, LOCAL, MultiAgentEnvironment, restart, transition
+from podracer.envs.multi_agent import GLOBAL_STATE, LOCAL, MultiAgentEnvironment, agent_layout, restart, transition
 
 AGENTS = 2
 
@@ -38,13 +40,13 @@ class CuedCoordination(MultiAgentEnvironment):
         cue = jax.random.randint(cue_key, (), 0, self.arms)
         illegal = (cue + 1 + jax.random.randint(mask_key, (AGENTS,), 0, self.arms - 1)) % self.arms  # Never the cue.
         state = (cue, jnp.arange(self.arms)[None] != illegal[:, None])
-        return state, restart(self.observe(*state), AGENTS)
+        return state, restart(self.observe(*state), agent_layout(self))
 
     def step(self, state, action):
         cue, _ = state
-        reward = jnp.where(jnp.all(action == cue), 1.0, 0.0)
-        done = jnp.zeros(AGENTS, bool)
-        return state, transition(self.observe(*state), jnp.full(AGENTS, reward), done, terminated=True, truncated=False)
+        reward = jnp.where(jnp.all(jnp.concatenate(jax.tree.leaves(action)) == cue), 1.0, 0.0)
+        reward, done = (jax.tree.map(lambda n: jnp.full(n, value), agent_layout(self)) for value in (reward, False))
+        return state, transition(self.observe(*state), reward, done, terminated=True, truncated=False)
 
     def observe(self, cue, legal) -> dict:
         lit = jax.nn.one_hot(cue, self.arms)
@@ -63,7 +65,36 @@ class CuedCoordination(MultiAgentEnvironment):
         return specs.BoundedArray((AGENTS,), np.int32, 0, self.arms - 1, name="action")
 
 
+@dataclasses.dataclass(frozen=True)
+class CuedTeams(CuedCoordination):
+    """The game for two agents of different kinds, a team each: the "pointer" sees the lit arm one-hot over its
+    `arms` arms, the "reader" one-hot over one arm more, which is never lit and never pays. A random pair meets at
+    the lit arm 1/(arms (arms + 1)) of the time. Without action masks."""
+
+    masked: bool = False
+
+    def __post_init__(self):
+        if self.masked:
+            raise ValueError("the teams' game has no action masks")
+
+    @property
+    def teams(self) -> dict[str, int]:
+        return {"pointer": 1, "reader": 1}
+
+    def observe(self, cue, legal) -> dict:
+        observation = super().observe(cue, legal)
+        observation[LOCAL] = {"pointer": observation[LOCAL][:1], "reader": jax.nn.one_hot(cue, self.arms + 1)[None]}
+        return observation
+
+    def action_spec(self):
+        return {
+            team: specs.BoundedArray((1,), np.int32, 0, self.arms - 1 + extra, name="action")
+            for team, extra in (("pointer", 0), ("reader", 1))
+        }
+
+
 podracer.envs.register("cued_coordination", CuedCoordination)
+podracer.envs.register("cued_coordination_teams", CuedTeams)
 
 
 def get_config():
