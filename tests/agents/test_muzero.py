@@ -41,10 +41,16 @@ DISCOUNT[2, 1] = 0.0
 
 
 def agent_config(**fields) -> ConfigDict:
+    """MuZero's `config.agent` at its defaults, but the small unroll and support of these tests and `fields`."""
     config = muzero.defaults()
     config.update({"gamma": 0.9, "n_step": N, "unroll_steps": K, "support_size": SUPPORT, "value_cost": 0.5})
     config.update(fields)
     return config
+
+
+def loss_settings(**fields) -> muzero.LossSettings:
+    """`agent_config(**fields)` as MuZero's targets and loss read it."""
+    return settings.read(muzero.LossSettings, agent_config(**fields))
 
 
 def tiny_model_params(seed=0) -> NetworkParams:
@@ -121,7 +127,7 @@ def np_loss(params, drawn, config):
 def loss_and_grad(value_bootstrap: str):
     """`(params, sample) -> ((loss, aux), gradient)` under `agent_config(value_bootstrap=...)`, jitted once a
     process: the loss test and the model-bootstrap test share its compiled program (the same shapes)."""
-    config = agent_config(value_bootstrap=value_bootstrap)
+    config = loss_settings(value_bootstrap=value_bootstrap)
     return jax.jit(jax.value_and_grad(lambda params, drawn: muzero.loss(params, drawn, config), has_aux=True))
 
 
@@ -151,7 +157,7 @@ def assert_values_match_numpy(got: muzero.Targets, trajectory: Trajectory, root_
 
 def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_ends():
     drawn = sample(3)
-    got = jax.jit(lambda trajectory: muzero.targets(trajectory, agent_config()))(drawn.trajectory)
+    got = jax.jit(lambda trajectory: muzero.targets(trajectory, loss_settings()))(drawn.trajectory)
     assert_values_match_numpy(got, drawn.trajectory, np.asarray(drawn.trajectory.extras["root_value"]))
     np.testing.assert_array_equal(
         got.in_episode, [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
@@ -161,7 +167,7 @@ def test_value_targets_bootstrap_from_stored_root_values_and_stop_at_episode_end
 def test_value_targets_bootstrap_from_given_values_at_steps_n_to_n_plus_k():
     drawn = sample(4)
     bootstrap = np.asarray(np.random.default_rng(0).normal(size=(K + 1, S)) * 5, np.float32)
-    got = jax.jit(lambda trajectory, values: muzero.targets(trajectory, agent_config(), values))(
+    got = jax.jit(lambda trajectory, values: muzero.targets(trajectory, loss_settings(), values))(
         drawn.trajectory, jnp.asarray(bootstrap)
     )
     root_value = np.array(drawn.trajectory.extras["root_value"])

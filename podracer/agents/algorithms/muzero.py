@@ -38,6 +38,7 @@ learn calls, N times the gradient steps per frame: the paper's way to keep
 data efficiency as acting scales.
 """
 
+import dataclasses
 from typing import Any
 
 import chex
@@ -56,7 +57,7 @@ from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import muzero_model, support
 from podracer.agents.models.networks import NetworkParams
 from podracer.agents.trajectory import transitions
-from podracer.config import field_checks
+from podracer.config import field_checks, settings
 from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
 from podracer.envs.timestep import LAST
@@ -120,7 +121,20 @@ class Targets(struct.PyTreeNode):
     in_episode: chex.Array  # [K + 1, S] 1 where step t + k is a decision of the episode of step t.
 
 
-def targets(sample_trajectory: Any, agent_config: ConfigDict, bootstrap_values: Any = None) -> Targets:
+@dataclasses.dataclass(frozen=True)
+class LossSettings:
+    """What MuZero's targets and loss read of `config.agent` (each field is described in `defaults`)."""
+
+    gamma: float
+    n_step: int
+    unroll_steps: int
+    support_size: int
+    value_cost: float
+    reward_clip: float
+    value_bootstrap: str
+
+
+def targets(sample_trajectory: Any, loss_settings: LossSettings, bootstrap_values: Any = None) -> Targets:
     """The unroll's targets from a sampled sequence of K + n + 1 transitions (timesteps `[K + n + 2, S]`).
 
     The n-step returns bootstrap from the stored root values, except at steps
@@ -128,10 +142,10 @@ def targets(sample_trajectory: Any, agent_config: ConfigDict, bootstrap_values: 
     where given. An episode cut inside the window by a time limit still
     bootstraps from the stored root value of its last step.
     """
-    unroll, n = agent_config.unroll_steps, agent_config.n_step
+    unroll, n = loss_settings.unroll_steps, loss_settings.n_step
     step_type = sample_trajectory.timestep.step_type
     chex.assert_axis_dimension(step_type, 0, unroll + n + 2)
-    tr = transitions(sample_trajectory, agent_config.gamma, agent_config.reward_clip)
+    tr = transitions(sample_trajectory, loss_settings.gamma, loss_settings.reward_clip)
     window = unroll + n
     root_values = sample_trajectory.extras["root_value"][: window + 1]
     if bootstrap_values is not None:
@@ -153,20 +167,20 @@ def targets(sample_trajectory: Any, agent_config: ConfigDict, bootstrap_values: 
     )
 
 
-def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict) -> tuple[chex.Array, tuple]:
+def loss(params: NetworkParams, sample: replay.Sample, loss_settings: LossSettings) -> tuple[chex.Array, tuple]:
     """The importance-weighted unrolled loss (module docstring); aux `(metrics, priorities [S])`."""
     trajectory = sample.trajectory
-    unroll = agent_config.unroll_steps
-    support_size = agent_config.support_size
+    unroll = loss_settings.unroll_steps
+    support_size = loss_settings.support_size
     bootstrap_values = None
-    if agent_config.value_bootstrap == "model":  # The current model's values of the observations at t + n + k.
-        n = agent_config.n_step
+    if loss_settings.value_bootstrap == "model":  # The current model's values of the observations at t + n + k.
+        n = loss_settings.n_step
         observations = jax.tree.map(
             lambda x: x[n : n + unroll + 1].reshape((-1,) + x.shape[2:]), trajectory.timestep.observation
         )
         _, bootstrap_logits = muzero_model.predict(params, muzero_model.represent(params, observations))
         bootstrap_values = support.to_scalar(bootstrap_logits).reshape(unroll + 1, -1)
-    target = jax.lax.stop_gradient(targets(trajectory, agent_config, bootstrap_values))
+    target = jax.lax.stop_gradient(targets(trajectory, loss_settings, bootstrap_values))
     latent = muzero_model.represent(params, jax.tree.map(lambda x: x[0], trajectory.timestep.observation))
     policy_loss, value_loss, reward_loss = [], [], []
     for k in range(unroll + 1):
@@ -184,7 +198,7 @@ def loss(params: NetworkParams, sample: replay.Sample, agent_config: ConfigDict)
     value = jnp.sum(in_episode * jnp.stack(value_loss), axis=0)
     # The reward of step k + 1 follows the action at step k: real while step k is in the episode.
     reward = jnp.sum(target.in_episode[:-1] * step_weights[1:] * jnp.stack(reward_loss), axis=0)
-    per_sequence = policy + agent_config.value_cost * value + reward
+    per_sequence = policy + loss_settings.value_cost * value + reward
     total = jnp.mean(sample.weights * per_sequence)
     metrics = {
         "loss": total,
@@ -201,6 +215,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, shared_fields.network_settings(config)
     sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
     replay_setup = shared_fields.replay_setup(config, sequence_length)
+    loss_settings = settings.read(LossSettings, agent_config)
     optimizer = make_optimizer(
         shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
     )
@@ -220,7 +235,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         )
 
     def gradient_step(state: MuZeroState, sample: replay.Sample, axis_name) -> tuple[MuZeroState, dict, chex.Array]:
-        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, agent_config), axis_name)
+        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, loss_settings), axis_name)
         grads, (metrics, priorities) = grad_fn(state.params, sample)
         grads, metrics = collectives.mean((grads, metrics), axis_name)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
