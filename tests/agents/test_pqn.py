@@ -10,6 +10,7 @@ from flax import struct
 import podracer
 from podracer import agents
 from podracer.agents.algorithms import pqn
+from podracer.config import settings
 from podracer.config.errors import ConfigError
 from tests import references as ref
 from tests.helpers import load_config
@@ -84,7 +85,7 @@ def test_targets_bootstrap_from_the_recorded_q_values_and_the_current_network_at
 
     @jax.jit
     def samples_and_last_q(params, trajectory):
-        return pqn.make_samples(params, trajectory, config.agent)[0], params.step(
+        return pqn.make_samples(params, trajectory, settings.read(pqn.TargetSettings, config.agent))[0], params.step(
             (), trajectory.timestep.observation[-1]
         )
 

@@ -31,6 +31,7 @@ over the first `epsilon_fraction` of the run's `learn` calls (`exploration.act`,
 reuse. The Q-network is feed-forward (`network.core = "none"`).
 """
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -126,21 +127,24 @@ def loss(params: networks.NetworkParams, batch: Samples) -> tuple[chex.Array, di
     return total, {"loss": total, "q_mean": jnp.mean(batch.valid * chosen)}
 
 
+@dataclasses.dataclass(frozen=True)
+class TargetSettings:
+    """What PQN's targets read of `config.agent` (each field is described in `defaults`)."""
+
+    gamma: float
+    td_lambda: float
+    reward_scale: float
+    reward_clip: float
+
+
 def make_samples(
-    params: networks.NetworkParams, trajectory: Trajectory, agent_config: ConfigDict
+    params: networks.NetworkParams, trajectory: Trajectory, target_settings: TargetSettings
 ) -> tuple[Samples, chex.Array]:
     """Every transition of the trajectory with its target, as `[1, T * B]`; and the targets' mean over real ones."""
     _, last_q = params.step((), jax.tree.map(lambda x: x[-1], trajectory.timestep.observation))
     q_values = jnp.concatenate([trajectory.extras["q_values"], last_q[None]])
-    targets = q_lambda_targets(
-        trajectory,
-        q_values,
-        agent_config.gamma,
-        agent_config.td_lambda,
-        agent_config.reward_scale,
-        agent_config.reward_clip,
-    )
-    valid = transitions(trajectory, agent_config.gamma).valid
+    targets = q_lambda_targets(trajectory, q_values, **dataclasses.asdict(target_settings))
+    valid = transitions(trajectory, target_settings.gamma).valid
     samples = Samples(
         observation=jax.tree.map(lambda x: x[:-1], trajectory.timestep.observation),
         action=trajectory.action,
@@ -156,6 +160,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
     epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
+    target_settings = settings.read(TargetSettings, agent_config)
     chunk_axis = 1 if slices_gradients(network) else None
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> PQNState:
@@ -167,7 +172,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         return exploration.ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
 
     def learn(state: PQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[PQNState, dict]:
-        samples, target_mean = make_samples(state.params, trajectory, agent_config)
+        samples, target_mean = make_samples(state.params, trajectory, target_settings)
         minibatch_step = functools.partial(
             sgd_step, loss_fn=loss, optimizer=optimizer, axis_name=axis_name, chunk_axis=chunk_axis
         )
