@@ -63,7 +63,7 @@ def test_ippo_learns_to_reach_the_landmark_of_pettingzoos_mpe2_simple(learning):
     """MPE2's `simple_v3` as PettingZoo ships it: one agent, observing its velocity and the landmark's offset, is
     paid minus its squared distance to the landmark on each of 25 steps. A uniformly random policy scores -40 an
     episode (-39.7 over 8,000 episodes; a mean of 100 spreads about 3.3), standing still -33 (two uniform points of
-    the square lie 4/3 apart, squared); seeds 0-4 end 20,480 steps at -8.4, -8.9, -9.2, -8.3 and -8.1 over the
+    the square lie 4/3 apart, squared); seeds 0-4 end 20,480 steps at -8.5, -9.0, -9.1, -8.2 and -8.1 over the
     last 100 episodes. Above -15 the agent reads where the landmark is and goes there: with the adapter's
     observations zeroed, seeds 0 and 1 end at -42.9 and -43.0."""
     overrides = {"env.name": "pettingzoo:mpe2.simple_v3", "optimizer.learning_rate": 3e-3}
