@@ -35,18 +35,20 @@ LEARNERS = {
 }
 
 
-def learner_config(name: str, env: str, kwargs: dict, args: argparse.Namespace, seed: int):
-    """`name`'s config on `env`'s held-out layouts, with the meta-trained agents' settings."""
-    meta = podracer.load_config(META_CONFIG)
+def learner_config(name: str, env: str, kwargs: dict, *, meta, rule: str, steps: int, layouts: int, seed: int):
+    """`name`'s config on `env`'s first `layouts` held-out layouts for `steps` steps, with the settings of the agents
+    that the meta-training config `meta` trained (`rule` is the rule's folder, for `learned_rule`)."""
     config = podracer.load_config(LEARNERS[name])
-    config.seed, config.total_steps = seed, args.steps
-    config.env.name, config.env.kwargs = env, {**kwargs, "held_out_layouts": args.layouts}
+    config.seed, config.total_steps = seed, steps
+    config.env.name, config.env.kwargs = env, {**kwargs, "held_out_layouts": layouts}
     config.num_envs, config.unroll_length = meta.meta.envs_per_member, meta.unroll_length
     config.network, config.optimizer = meta.network, meta.optimizer
     config.cpu_devices = config.num_devices = 1
     config.cpu_threads = 0  # XLA's own default: this process has run JAX already (the random policy's rollouts).
     if name == "learned_rule":
-        config.agent.rule_checkpoint = args.rule
+        config.agent.rule_checkpoint = rule
+        for field in ("gamma", "prediction_size", "prediction_cost"):  # What the meta-trained agents read.
+            config.agent[field] = meta.agent[field]
     return config
 
 
@@ -79,10 +81,11 @@ def main(argv=None) -> int:
     meta = podracer.load_config(META_CONFIG)
     print(f"| environment | {' | '.join(('random', *LEARNERS))} |")
     print(f"| --- | {' | '.join('---' for _ in range(len(LEARNERS) + 1))} |")
+    settings = {"meta": meta, "rule": args.rule, "steps": args.steps, "layouts": args.layouts}
     for env, kwargs, _ in meta.meta.environments:
         cells = [[random_return(env, kwargs, args, seed, meta.meta.envs_per_member) for seed in args.seeds]]
         for name in LEARNERS:
-            runs = [podracer.train(learner_config(name, env, kwargs, args, seed)) for seed in args.seeds]
+            runs = [podracer.train(learner_config(name, env, kwargs, **settings, seed=seed)) for seed in args.seeds]
             cells.append([podracer.recent_return(run.history) for run in runs])
         text = [f"{np.mean(c):.2f} ({', '.join(f'{x:.2f}' for x in c)})" for c in cells]
         print(f"| `{env}` {kwargs.get('variant', '')} | {' | '.join(text)} |", flush=True)

@@ -167,6 +167,17 @@ def state_specs(state: MetaState) -> MetaState:
     )
 
 
+def init_keys(key: jax.Array, families: tuple[Family, ...]) -> tuple[jax.Array, list[jax.Array]]:
+    """What `make_init`'s state draws from `key`: the meta-network's key, and one key per family for its members."""
+    rule_key, *family_keys = jax.random.split(key, 1 + len(families))
+    return rule_key, family_keys
+
+
+def initial_rule(key: jax.Array, families: tuple[Family, ...], settings: Settings) -> Any:
+    """The meta-network eta of `make_init`'s state for `key`: the rule before any meta-update."""
+    return lpg_rule.init_rule(init_keys(key, families)[0], settings.rule)
+
+
 def make_init(families, agent: Agent, meta_optimizer, settings: Settings, mesh: Mesh):
     """`init(key) -> MetaState`, compiled to place the state on the mesh (`state_specs`).
 
@@ -176,8 +187,8 @@ def make_init(families, agent: Agent, meta_optimizer, settings: Settings, mesh: 
     """
 
     def init(key):
-        rule_key, *family_keys = jax.random.split(key, 1 + len(families))
-        meta_params = lpg_rule.init_rule(rule_key, settings.rule)
+        meta_params = initial_rule(key, families, settings)
+        _, family_keys = init_keys(key, families)
         members = tuple(
             ended_members(family, agent, settings, jax.random.split(family_key, family.members))
             for family, family_key in zip(families, family_keys, strict=True)

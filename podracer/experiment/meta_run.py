@@ -11,12 +11,13 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 from ml_collections import ConfigDict
 
-from podracer.agents.meta import rule_checkpoint
+from podracer.agents.meta import lpg_rule, rule_checkpoint
 from podracer.anakin import meta_members
 from podracer.anakin import meta_program as program
 from podracer.devices import distributed
@@ -73,7 +74,7 @@ def build(config: ConfigDict) -> MetaRun:
     agent_for = meta_config.rule_agent(config, run_settings)
     meta_optimizer = meta_config.meta_optimizer(config)
     init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)  # Only its init is used.
-    key = jax.random.key(config.seed)
+    key = run_key(config)
     abstract = init.eval_shape(key)
     per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)
     dispatch = program.make_dispatch(families, agent_for, meta_optimizer, run_settings, mesh, per_dispatch)
@@ -81,6 +82,18 @@ def build(config: ConfigDict) -> MetaRun:
     members = sum(family.members for family in families)
     steps = run_settings.inner_updates * config.unroll_length * run_settings.envs_per_member * members
     return MetaRun(run_settings, families, init(key), dispatch, steps)
+
+
+def run_key(config: ConfigDict) -> jax.Array:
+    """The key a run's initial state is drawn from (`meta_program.make_init`)."""
+    return jax.random.key(config.seed)
+
+
+def untrained_rule(config: ConfigDict) -> tuple[Any, lpg_rule.RuleSettings]:
+    """The rule a run of `config` starts from, before its first meta-update, and its settings (`save_rule`'s
+    arguments): what the run's meta-updates are measured against. Computed without building the run's program."""
+    run_settings = meta_config.settings(config)
+    return program.initial_rule(run_key(config), meta_config.families(config), run_settings), run_settings.rule
 
 
 def dispatch_until_done(config: ConfigDict, run: MetaRun, log: RunLog, checkpointer: Checkpointer, workdir) -> None:

@@ -11,10 +11,11 @@ from scripts import evaluate_learned_rule as evaluate
 
 
 def test_both_learners_are_the_meta_trained_agents_on_held_out_layouts():
-    args = argparse.Namespace(rule="runs/lpg/rule", steps=2048, layouts=8)
-    meta = podracer.load_config(evaluate.META_CONFIG)
+    meta = podracer.load_config(evaluate.META_CONFIG, {"agent.prediction_size": 8})
     for name in evaluate.LEARNERS:
-        config = evaluate.learner_config(name, "lpg_tabular", {"variant": "dense"}, args, seed=3)
+        config = evaluate.learner_config(
+            name, "lpg_tabular", {"variant": "dense"}, meta=meta, rule="runs/lpg/rule", steps=2048, layouts=8, seed=3
+        )
         assert config.agent.name == name and (config.seed, config.total_steps) == (3, 2048)
         assert (config.env.name, dict(config.env.kwargs)) == (
             "lpg_tabular",
@@ -24,7 +25,9 @@ def test_both_learners_are_the_meta_trained_agents_on_held_out_layouts():
         assert config.network.to_dict() == meta.network.to_dict()
         assert config.optimizer.to_dict() == meta.optimizer.to_dict()
         assert config.num_devices == 1
-        assert name != "learned_rule" or config.agent.rule_checkpoint == args.rule
+        if name == "learned_rule":
+            assert config.agent.rule_checkpoint == "runs/lpg/rule"
+            assert config.agent.prediction_size == 8  # The rule's, as the meta-trained agents had it.
 
 
 @pytest.mark.slow  # Compiles a rollout: about 5 s.
