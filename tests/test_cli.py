@@ -347,6 +347,8 @@ def test_bad_input_is_a_clear_error_with_exit_code_2_and_no_output(tmp_path, dev
         (["--config.meta.inner_updates=0"], ["config.meta.inner_updates", ">= 1"]),
         (['--config.meta.environments=(("lpg_tabular",{"variant":"huge"},2),)'], ["config.meta.environments", "huge"]),
         (['--config.meta.environments=(("pong",{},2),)'], ["config.meta.environments", "pong"]),
+        (["--config.optimizer.anneal_lr=True"], ["config.optimizer.anneal_lr", "lifetimes restart"]),
+        (["--config.meta.optimizer.anneal_lr=True"], ["config.meta.optimizer.anneal_lr", "constant rate"]),
     ],
 )
 def test_meta_train_bad_input_is_exit_2_naming_the_field(tmp_path, capsys, args, words):

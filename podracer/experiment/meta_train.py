@@ -52,8 +52,8 @@ def defaults() -> ConfigDict:
             "costs": (0.01, 0.001, 0.001, 0.001),  # Eq. 4's beta_0..3 (H(pi), H(y), pi_hat, y_hat), not the paper's.
             "hidden_size": 32,  # The meta-network's LSTM units (the paper's 256).
             "embedding_size": 16,  # phi's units.
-            "optimizer": ConfigDict(
-                {"name": "adam", "learning_rate": 1e-3, "max_grad_norm": 1.0, "eps": 1e-8, "anneal_lr": False}
+            "optimizer": ConfigDict(  # The meta-optimiser's fields (OptimizerSettings), at its own defaults.
+                dataclasses.asdict(OptimizerSettings(learning_rate=1e-3, max_grad_norm=1.0, eps=1e-8))
             ),
         }
     )
@@ -92,8 +92,16 @@ def validate(config: ConfigDict) -> None:
     field_checks.choice(config, "meta.optimizer.name", OPTIMIZERS)
     field_checks.number(config, "meta.optimizer.learning_rate", example=1e-3, above=0.0)
     field_checks.number(config, "meta.optimizer.max_grad_norm", example=1.0, above=0.0)
-    if config.optimizer.anneal_lr or config.meta.optimizer.anneal_lr:
-        raise ConfigError("optimizer.anneal_lr", "lifetimes restart the agents' optimiser", "set it to False")
+    if config.optimizer.anneal_lr:
+        raise ConfigError(
+            "optimizer.anneal_lr", "lifetimes restart the agents' optimiser", "set --config.optimizer.anneal_lr=False"
+        )
+    if config.meta.optimizer.anneal_lr:
+        raise ConfigError(
+            "meta.optimizer.anneal_lr",
+            "meta-training updates the rule at a constant rate",
+            "set --config.meta.optimizer.anneal_lr=False",
+        )
     families(config)
 
 
