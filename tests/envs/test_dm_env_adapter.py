@@ -1,7 +1,9 @@
 """dm_env's own conformance suite over `DmEnvAdapter`, for every registered environment and some suites' tasks.
 
 One `absltest.TestCase` subclass per name in `podracer.envs.names()`, built by a
-small class factory, so a newly registered environment is covered automatically;
+small class factory, so a newly registered environment is covered automatically
+(the tests' own games are imported here, so that the set does not depend on
+which test files a pytest worker collected first);
 the same for `SUITE_NAMES`, a few tasks of each pure-JAX suite, discrete and
 continuous.
 """
@@ -9,12 +11,14 @@ continuous.
 import re
 
 import dm_env
+import jax
 import numpy as np
 import pytest
 from absl.testing import absltest
 from dm_env import specs, test_utils
 
 from podracer.envs import DmEnvAdapter, make, names
+from tests.programs import coordination_game  # noqa: F401  Registers the tests' multi-agent games, teams among them.
 
 # Long enough for every registered environment's random policy to finish an
 # episode, so dm_env's end-of-episode contract is exercised (checked below).
@@ -44,15 +48,18 @@ class _AdapterConformance(test_utils.EnvironmentTestMixin):
         return DmEnvAdapter(make(self.env_name), seed=0)
 
     def make_action_sequence(self):
-        spec = self.environment.action_spec()
+        """Uniformly random actions, a dict of them where the environment's agents form teams of their own specs."""
         rng = np.random.default_rng(0)
-        for _ in range(SEQUENCE_LENGTH):
+
+        def random_action(spec: specs.Array):
             if isinstance(spec, specs.DiscreteArray):
-                yield spec.dtype.type(rng.integers(spec.num_values))
-            elif isinstance(spec, specs.BoundedArray):
-                yield rng.uniform(spec.minimum, spec.maximum, spec.shape).astype(spec.dtype)
-            else:
-                yield spec.generate_value()
+                return spec.dtype.type(rng.integers(spec.num_values))
+            if isinstance(spec, specs.BoundedArray):
+                return rng.uniform(spec.minimum, spec.maximum, spec.shape).astype(spec.dtype)
+            return spec.generate_value()
+
+        for _ in range(SEQUENCE_LENGTH):
+            yield jax.tree.map(random_action, self.environment.action_spec())
 
     def test_random_policy_reaches_last_then_restarts(self):
         self.reset_environment()
@@ -64,8 +71,9 @@ class _AdapterConformance(test_utils.EnvironmentTestMixin):
                 break
         else:
             self.fail(f"{self.env_name}: no LAST timestep in {MAX_STEPS_TO_LAST} steps.")
-        self.assertTrue(np.isin(step.discount, (0.0, 1.0)).all())  # One per agent in a multi-agent environment.
-        self.assertTrue(np.issubdtype(np.asarray(step.reward).dtype, np.floating))
+        # One per agent in a multi-agent environment, by team where its agents form teams.
+        self.assertTrue(all(np.isin(d, (0.0, 1.0)).all() for d in jax.tree.leaves(step.discount)))
+        self.assertTrue(all(np.issubdtype(np.asarray(r).dtype, np.floating) for r in jax.tree.leaves(step.reward)))
         step = self.step_environment()
         self.assertIs(step.step_type, dm_env.StepType.FIRST)
         self.assertIsNone(step.reward)
