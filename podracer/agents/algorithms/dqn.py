@@ -59,7 +59,6 @@ from podracer.agents.agent import Agent
 from podracer.agents.algorithms import shared_fields
 from podracer.agents.algorithms.network_agent import recurrent_state
 from podracer.agents.learning import exploration, recurrent_replay, replay
-from podracer.agents.learning.exploration import EpsilonSettings
 from podracer.agents.learning.optimizer import make_optimizer
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import networks
@@ -114,8 +113,8 @@ class DQNState:
 def recurrent_act(
     params: exploration.ActingParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
 ) -> tuple[chex.Array, dict, Any]:
-    """`exploration.act` with a recurrent core, which restarts its state where the step type is FIRST; it returns the core's
-    next state, and in the extras the state it was given (R2D2's stored state, under `recurrent_replay.STATE`)."""
+    """`exploration.act` with a recurrent core, which restarts its state where the step type is FIRST; it returns
+    the core's next state, and in the extras the state it was given (R2D2's stored state, `recurrent_replay.STATE`)."""
     next_state, q_values = params.network.step(state, timestep.observation, timestep.step_type == FIRST)
     extras = {"q_values": q_values, recurrent_replay.STATE: state}
     actions = exploration.epsilon_greedy(q_values, params.epsilon, key, action_mask(timestep.observation))
@@ -206,7 +205,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     optimizer = make_optimizer(
         shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
     )
-    epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
+    epsilon = exploration.epsilon_schedule(shared_fields.epsilon_settings(config), num_updates)
     loss_settings = settings.read(LossSettings, agent_config)
 
     stored_extras = recurrent_replay.stored_state_spec(network)
@@ -224,7 +223,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         )
 
     def acting_params(state: DQNState) -> exploration.ActingParams:
-        return exploration.ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
+        return exploration.acting_params(state.params, epsilon, state.learn_calls)
 
     def gradient_step(state: DQNState, sample: replay.Sample, axis_name) -> tuple[DQNState, dict, chex.Array]:
         grad_fn = collectives.local_grad(lambda p, s: loss(p, s, state.target_params, loss_settings), axis_name)

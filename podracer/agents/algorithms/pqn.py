@@ -45,7 +45,6 @@ from podracer.agents import registry
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import shared_fields
 from podracer.agents.learning import exploration
-from podracer.agents.learning.exploration import EpsilonSettings
 from podracer.agents.learning.minibatches import minibatch_epochs
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step, slices_gradients
 from podracer.agents.learning.returns import lambda_returns
@@ -159,7 +158,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     agent_config, network = config.agent, shared_fields.network_settings(config)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
-    epsilon = exploration.epsilon_schedule(settings.read(EpsilonSettings, agent_config), num_updates)
+    epsilon = exploration.epsilon_schedule(shared_fields.epsilon_settings(config), num_updates)
     target_settings = settings.read(TargetSettings, agent_config)
     chunk_axis = 1 if slices_gradients(network) else None
 
@@ -169,7 +168,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         return PQNState(params=params, opt_state=optimizer.init(params), learn_calls=jnp.int32(0))
 
     def acting_params(state: PQNState) -> exploration.ActingParams:
-        return exploration.ActingParams(state.params, jnp.asarray(epsilon(state.learn_calls), jnp.float32))
+        return exploration.acting_params(state.params, epsilon, state.learn_calls)
 
     def learn(state: PQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[PQNState, dict]:
         samples, target_mean = make_samples(state.params, trajectory, target_settings)

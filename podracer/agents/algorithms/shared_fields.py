@@ -1,11 +1,12 @@
-"""The fields several agents share: replay's and search's in `config.agent`, and the network's, read into values.
+"""The fields several agents share, read into values: replay, search, exploration, the optimiser, the network.
 
 What `podracer.agents.learning.replay`, `recurrent_replay` and
 `podracer.agents.algorithms.search` take as values is read here from
 `config.agent` (and the device split) by the builders of the agents that use
 them: replay for DQN (with R2D2's fields), MuZero, AlphaZero, SAC and TD3, the
-search for MuZero and AlphaZero; and what `podracer.agents.models.networks`
-takes, from `config.network`.
+search for MuZero and AlphaZero, epsilon-greedy exploration for DQN and PQN;
+and what `make_optimizer` and `podracer.agents.models.networks` take, from
+`config.optimizer` and `config.network`.
 """
 
 from ml_collections import ConfigDict
@@ -122,6 +123,11 @@ def validate_search(config: ConfigDict) -> None:
 def search_settings(config: ConfigDict) -> SearchSettings:
     """The search `config.agent`'s search fields describe."""
     return settings.read(SearchSettings, config.agent)
+
+
+def epsilon_settings(config: ConfigDict) -> EpsilonSettings:
+    """The exploration `config.agent`'s epsilon fields describe."""
+    return settings.read(EpsilonSettings, config.agent)
 
 
 def optimizer_settings(config: ConfigDict) -> OptimizerSettings:

@@ -38,6 +38,11 @@ class ActingParams:
     epsilon: chex.Array  # The exploration rate now.
 
 
+def acting_params(network: networks.NetworkParams, epsilon: optax.Schedule, learn_calls: chex.Array) -> ActingParams:
+    """The network with the exploration rate `epsilon` gives after `learn_calls` updates."""
+    return ActingParams(network, jnp.asarray(epsilon(learn_calls), jnp.float32))
+
+
 def epsilon_schedule(settings: EpsilonSettings, num_updates: int) -> optax.Schedule:
     """Epsilon by `learn` calls so far: linear from `epsilon_start` to `epsilon_end` over the first
     `epsilon_fraction` of the run's `num_updates` calls, then constant."""
