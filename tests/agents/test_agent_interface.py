@@ -74,8 +74,7 @@ def test_learn_without_a_mesh_equals_learn_on_a_one_device_mesh(name):
     if name in CONTINUOUS:  # The buffer's rows are the rollout's environments; two gradient steps on the first rollout.
         config.num_devices, config.num_envs, config.unroll_length = 1, B, T
         config.agent.update(buffer_size=B * 16, min_replay_size=B, batch_size=16, replay_ratio=2)
-    if name == "alphazero":  # Self-play on a two-player game; the buffer samples sequences of 6 in the first call.
-        config.env.name, config.env.kwargs = "pgx:tic_tac_toe", {"self_play": True}
+    if name == "alphazero":  # Self-play on tic-tac-toe (its defaults); the buffer samples sequences of 6 at once.
         config.num_envs, config.num_devices, config.unroll_length = B, 1, T
         config.agent.update(outcome_horizon=5, buffer_size=10 * B, min_replay_size=T * B, num_simulations=4)
     spec_env = task(config)
