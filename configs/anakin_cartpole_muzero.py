@@ -19,7 +19,7 @@ from podracer import defaults
 def get_config():
     config = defaults("muzero")
     config.env.name = "cartpole"
-    config.cpu_devices = 2
+    config.cpu_devices = 2  # Two buffers and two batches of 64: the tuning, on any machine.
     config.num_envs = 32
     config.unroll_length = 16
     config.total_steps = 204_800  # 400 updates of 32 x 16 steps.

@@ -17,7 +17,7 @@ def get_config():
     config.env.name = "catch"
     config.env.kwargs.rows = 10
     config.env.kwargs.columns = 5
-    config.cpu_devices = 2
+    config.cpu_devices = 2  # Two buffers and two batches of 64: the tuning, on any machine.
     config.num_envs = 64
     config.unroll_length = 8
     config.total_steps = 307_200  # 600 updates of 64 x 8 steps.

@@ -8,7 +8,8 @@ The rule is written to DIR/rule (train an agent with it: `agent.name =
 of 256 units with m = 30 over a population of hundreds of agents on every
 variant of the tabular and random grid worlds and delayed chains, with
 lifetimes of millions of steps. Scaled down for a 2-core CPU: 16 agents (8
-per device) on three variants, 4 environments each, an LSTM of 32 units,
+per device on its two XLA:CPU devices, the most that 6, 4 and 6 members divide
+into) on three variants, 4 environments each, an LSTM of 32 units,
 lifetimes of 40 to 80 inner updates of 16 steps. On a TPU slice or GPU, raise
 the members per entry (a multiple of the devices), `meta.hidden_size` and
 `meta.lifetime`.
@@ -19,7 +20,6 @@ from podracer.experiment.meta_train import defaults
 
 def get_config():
     config = defaults()
-    config.cpu_devices = 2
     config.unroll_length = 16
     config.network.hidden_sizes = (32,)
     config.optimizer.learning_rate = 1e-2  # The agents' Adam: short lifetimes need fast learners.

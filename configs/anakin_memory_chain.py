@@ -25,7 +25,6 @@ def get_config():
     config = defaults("ppo")
     config.env.name = "gymnax:MemoryChain-bsuite"
     config.env.kwargs.memory_length = 20
-    config.cpu_devices = 2
     config.num_envs = 64
     config.unroll_length = 22  # memory_length + 2: one whole episode per unroll.
     config.total_steps = 299_904  # 213 updates of 64 x 22 steps.

@@ -34,9 +34,10 @@ def test_make_run_then_each_command_on_its_workdir_in_a_users_environment(tmp_pa
     """What a new user does first, each command in a fresh process with a user's environment, from a scratch folder:
     `make run`'s experiment (its `podracer train`, shortened), then `podracer evaluate` with a video, `podracer
     export` and the exported policy played by JAX alone, `podracer plot`, `podracer configs` and `podracer config
-    show`. None of the session's settings reach them: the config's `cpu_devices = 2` splits the CPU as for the
-    user, nothing else forces a device count or limits XLA:CPU's code, and nothing is in a compilation cache, so
-    the checkpoint written on two devices is read back on the one device the other commands have."""
+    show`. None of the session's settings reach them: the default `cpu_devices = 0` splits the CPU into one
+    device per core as for the user (two of 256 environments on a 2-core machine), nothing else forces a device
+    count or limits XLA:CPU's code, and nothing is in a compilation cache, so the checkpoint written on those
+    devices is read back on the one device the other commands have."""
     workdir, scratch = tmp_path / "run", tmp_path / "scratch"
     scratch.mkdir()
     (scratch / "configs").symlink_to(os.path.join(ROOT, "configs"), target_is_directory=True)
@@ -60,7 +61,10 @@ def test_make_run_then_each_command_on_its_workdir_in_a_users_environment(tmp_pa
     resolved = json.loads((workdir / "config.json").read_text())
     assert resolved["num_envs"] == 512 and resolved["total_steps"] == 24576
     assert "mean episode return" in result.stdout
-    assert "24,576 steps on 2 devices in 1 process" in result.stdout
+    cores = len(os.sched_getaffinity(0))
+    devices = max(count for count in range(1, cores + 1) if 512 % count == 0)  # Whole batches, one per core.
+    assert result.stderr.startswith(f"podracer: replicating over {devices} cpu device")
+    assert f"24,576 steps on {devices} device" in result.stdout
     assert "steps_per_second=" in result.stderr and "mean_return=" in result.stderr and "24.6k/24.6k" in result.stderr
 
     video = scratch / "catch.gif"

@@ -7,7 +7,10 @@ from ml_collections import ConfigDict
 
 from podracer import envs
 from podracer.config import field_checks
+from podracer.devices import xla_cpu
 from podracer.run import budget
+
+SMALLEST_CPU_DEVICE_BATCH = 64  # Environments: `cpu_devices=0` splits no smaller (`device_shares`).
 
 
 def add_defaults(config: ConfigDict) -> None:
@@ -37,6 +40,18 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "members_in_parallel", at_least=0, example=8)
     if env_from_config:
         envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
+
+
+def device_shares(config: ConfigDict) -> xla_cpu.Shares:
+    """What a run splits evenly over its devices, its environments, and the fewest a device made from a core gets.
+
+    On the 2-core CI machine (docs/benchmarks.md) a second device of 256 Catch
+    environments adds half again, but at CleanRL's 4 CartPole PPO environments
+    per device the devices' meeting at every gradient all-reduce costs more
+    than the second core gives. The floor of 64 lies between the two; the
+    counts between were not measured apart from the host's noise.
+    """
+    return xla_cpu.Shares((config.num_envs,), smallest=SMALLEST_CPU_DEVICE_BATCH)
 
 
 def steps_per_update(config: ConfigDict) -> int:

@@ -24,7 +24,8 @@ from podracer.anakin import anakin_settings
 from podracer.anakin.anakin_evaluation import make_evaluate
 from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
 from podracer.config import population
-from podracer.devices.device_split import anakin_devices
+from podracer.config.errors import count
+from podracer.devices.device_split import anakin_devices, replication_line
 from podracer.devices.distributed import is_chief
 from podracer.devices.topology import device_mesh
 from podracer.envs.base import Environment
@@ -96,7 +97,10 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
 
     Once all of that has worked, says in one line when `total_steps` is not a whole number of updates.
     """
-    mesh = device_mesh(anakin_devices(config))
+    devices = anakin_devices(config)
+    if is_chief():
+        print(replication_line(config, devices, count(config.num_envs // len(devices), "environment")), file=sys.stderr)
+    mesh = device_mesh(devices)
     env = env or with_config_kwargs(config, envs.make, config.env.name)
     agents.registry.check_environment(config, env)  # Before anything compiles.
     training_env = envs.wrap_for_training(env)

@@ -17,7 +17,8 @@ split over several sequential `learn` calls per update (`learner_minibatches`).
 import jax
 from ml_collections import ConfigDict
 
-from podracer.config.errors import ConfigError
+from podracer.config.errors import ConfigError, count
+from podracer.devices.xla_cpu import device_count_origin
 
 
 def anakin_devices(config: ConfigDict) -> list[jax.Device]:
@@ -43,6 +44,14 @@ def anakin_devices(config: ConfigDict) -> list[jax.Device]:
             f"set --config.num_envs to a multiple of {len(chosen)}",
         )
     return chosen
+
+
+def replication_line(config: ConfigDict, devices: list[jax.Device], share: str) -> str:
+    """The line an Anakin run starts with: how many devices it replicates over, what `share` each one holds, and,
+    on XLA:CPU devices, where their count came from (`podracer.devices.xla_cpu`)."""
+    platform = devices[0].platform
+    origin = f" ({device_count_origin(config)})" if platform == "cpu" else ""
+    return f"podracer: replicating over {count(len(devices), f'{platform} device')}{origin}, {share} each"
 
 
 def sebulba_device_ids(config: ConfigDict) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -22,7 +22,7 @@ import jax
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError
-from podracer.devices.xla_cpu import set_cpu_devices, set_cpu_threads, unroll_threefry
+from podracer.devices.xla_cpu import Shares, cores, cpu_device_count, set_cpu_devices, set_cpu_threads, unroll_threefry
 
 COORDINATOR_ENV = "PODRACER_COORDINATOR_ADDRESS"
 PROCESS_ID_ENV = "PODRACER_PROCESS_ID"
@@ -31,14 +31,16 @@ HEARTBEAT_TIMEOUT_SECONDS = 20
 INITIALIZATION_TIMEOUT_SECONDS = 120
 
 
-def start(config: ConfigDict) -> None:
+def start(config: ConfigDict, shares: Shares) -> None:
     """What a process sets up before JAX touches a device: XLA:CPU's threads, devices and random-number hash, then
     the job of `config.replicas`.
 
+    `shares`: what the run splits evenly over its devices, which bounds how
+    many XLA:CPU devices `config.cpu_devices=0` makes (`xla_cpu.cpu_device_count`).
     Raises `ConfigError` when the job does not have `config.replicas` processes.
     """
     set_cpu_threads(config.cpu_threads)
-    set_cpu_devices(config.cpu_devices)
+    set_cpu_devices(cpu_device_count(config, shares, cores()))
     unroll_threefry()
     initialize(config.replicas)
     if jax.process_count() != config.replicas:

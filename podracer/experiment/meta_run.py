@@ -9,6 +9,7 @@ on bitwise as if it had not stopped.
 
 import dataclasses
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,8 +21,9 @@ from ml_collections import ConfigDict
 from podracer.agents.meta import lpg_rule, rule_checkpoint
 from podracer.anakin import meta_members
 from podracer.anakin import meta_program as program
+from podracer.config.errors import count
 from podracer.devices import distributed
-from podracer.devices.device_split import anakin_devices
+from podracer.devices.device_split import anakin_devices, replication_line
 from podracer.devices.topology import device_mesh
 from podracer.envs.episodes import Completed
 from podracer.experiment import meta_train as meta_config
@@ -48,7 +50,7 @@ def meta_train(config: ConfigDict, *, workdir: str | None = None, callbacks: Seq
     Raises `ConfigError` naming the field before anything is compiled or written.
     """
     meta_config.validate(config)
-    distributed.start(config)
+    distributed.start(config, meta_config.device_shares(config))
     with workdir_lock.hold(workdir):
         started = time.perf_counter()
         checkpointer = Checkpointer(workdir, config)
@@ -68,8 +70,12 @@ def meta_train(config: ConfigDict, *, workdir: str | None = None, callbacks: Seq
 
 def build(config: ConfigDict) -> MetaRun:
     """The mesh, the families, the initial state and the compiled dispatch."""
-    mesh = device_mesh(anakin_devices(config))
-    families = meta_config.families(config, mesh.size)  # Members a multiple of the devices, found before compiling.
+    devices = anakin_devices(config)
+    families = meta_config.families(config, len(devices))  # Members a multiple of the devices, found before compiling.
+    if distributed.is_chief():
+        members = sum(family.members for family in families) // len(devices)
+        print(replication_line(config, devices, count(members, "member")), file=sys.stderr)
+    mesh = device_mesh(devices)
     run_settings = meta_config.settings(config)
     agent_for = meta_config.rule_agent(config, run_settings)
     meta_optimizer = meta_config.meta_optimizer(config)

@@ -31,6 +31,7 @@ from podracer.anakin import meta_members
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.config.settings import read
+from podracer.devices import xla_cpu
 from podracer.experiment import schema
 
 RULE_FOLDER = "rule"  # WORKDIR/rule: the meta-network, as `learned_rule` loads it.
@@ -107,16 +108,9 @@ def validate(config: ConfigDict) -> None:
 
 def families(config: ConfigDict, devices: int = 1) -> tuple[meta_members.Family, ...]:
     """The families `meta.environments` lists, built; `ConfigError` naming it for an entry that cannot work."""
-    entries = config.meta.environments
-    fix = 'list (name, kwargs, members) entries, e.g. (("lpg_tabular", {"variant": "dense"}, 8),)'
-    if not isinstance(entries, tuple) or not entries:
-        raise ConfigError("meta.environments", f"must be a non-empty tuple, got {entries!r}", fix)
     built = []
-    for i, entry in enumerate(entries):
-        if not (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[1], dict)):
-            raise ConfigError("meta.environments", f"entry {i} is {entry!r}, not (name, kwargs, members)", fix)
-        name, kwargs, members = entry
-        if not field_checks.is_whole_number(members, 1) or members % devices:
+    for i, (name, kwargs, members) in enumerate(entries(config)):
+        if members % devices:
             raise ConfigError(
                 "meta.environments", f"entry {i} ({name}) has {members!r} members", f"use a multiple of {devices}"
             )
@@ -130,6 +124,27 @@ def families(config: ConfigDict, devices: int = 1) -> tuple[meta_members.Family,
         label += f"#{i}" if any(family.label == label for family in built) else ""
         built.append(meta_members.Family(label, env, members))
     return tuple(built)
+
+
+def entries(config: ConfigDict) -> tuple[tuple[str, dict, int], ...]:
+    """`meta.environments`' `(name, kwargs, members)` entries, checked for their form only (no environment is
+    built, so this is safe before JAX starts); `ConfigError` naming the field for one that is not."""
+    entries = config.meta.environments
+    fix = 'list (name, kwargs, members) entries, e.g. (("lpg_tabular", {"variant": "dense"}, 8),)'
+    if not isinstance(entries, tuple) or not entries:
+        raise ConfigError("meta.environments", f"must be a non-empty tuple, got {entries!r}", fix)
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[1], dict)):
+            raise ConfigError("meta.environments", f"entry {i} is {entry!r}, not (name, kwargs, members)", fix)
+        if not field_checks.is_whole_number(entry[2], 1):
+            raise ConfigError("meta.environments", f"entry {i} ({entry[0]}) has {entry[2]!r} members", "use 1 or more")
+    return entries
+
+
+def device_shares(config: ConfigDict) -> xla_cpu.Shares:
+    """What a run splits evenly over its devices, each family's members: so `cpu_devices=0` makes a count that
+    divides them all (`podracer.devices.xla_cpu.cpu_device_count`)."""
+    return xla_cpu.Shares(tuple(members for _, _, members in entries(config)))
 
 
 def settings(config: ConfigDict) -> meta_members.Settings:

@@ -46,9 +46,9 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     # XLA:CPU threads (see podracer.devices.xla_cpu): one suits Anakin's small networks, 0 (one per core) Sebulba's
     # actor and learner devices sharing the CPU.
     config.cpu_threads = 1 if architecture == "anakin" else 0
-    config.cpu_devices = (
-        1  # XLA:CPU devices to split the CPU into (podracer.devices.xla_cpu); no effect on an accelerator.
-    )
+    # XLA:CPU devices to split the CPU into (podracer.devices.xla_cpu); no effect on an accelerator. Anakin's 0: one
+    # per core, as many as its environments divide into. Sebulba places its actors and learners on devices by position.
+    config.cpu_devices = 0 if architecture == "anakin" else 1
     config.checkpoint = ConfigDict(  # With a workdir, checkpoints go to WORKDIR/checkpoints (podracer.run.checkpoints).
         {
             "every_updates": 0,  # Save every N updates (0: not by count).
@@ -103,7 +103,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.integer(config, "replicas", at_least=1)
     field_checks.integer(config, "total_steps", at_least=1, example=1_000_000, at_most=None)
     field_checks.integer(config, "cpu_threads", at_least=0, example=1)
-    field_checks.integer(config, "cpu_devices", at_least=1, example=2)
+    field_checks.integer(config, "cpu_devices", at_least=0 if config.architecture == "anakin" else 1, example=2)
     field_checks.integer(config, "unroll_length", at_least=1, example=20)
     field_checks.integer(config, "checkpoint.every_updates", at_least=0, example=100)
     field_checks.number(config, "checkpoint.every_minutes", example=10, at_least=0.0)

@@ -17,8 +17,9 @@ from typing import Any
 from ml_collections import ConfigDict
 
 from podracer.agents import Agent
+from podracer.anakin import anakin_settings
 from podracer.anakin.anakin_train import train as train_anakin
-from podracer.devices import distributed
+from podracer.devices import distributed, xla_cpu
 from podracer.experiment import schema
 from podracer.run import wandb_logger, workdir_lock
 from podracer.run.contract import Callback, TrainResult
@@ -47,7 +48,8 @@ def train(
     With `config.replicas > 1` every process of the job calls this.
     """
     schema.validate(config, agent_from_config=agent is None, env_from_config=env is None)
-    distributed.start(config)  # Before anything touches a device.
+    shares = anakin_settings.device_shares(config) if config.architecture == "anakin" else xla_cpu.Shares()
+    distributed.start(config, shares)  # Before anything touches a device.
     with workdir_lock.hold(
         workdir
     ):  # Before anything is built, wandb's run included: another run's workdir is refused.

@@ -42,6 +42,7 @@ SAFE_TO_CHANGE = (
     "stall_timeout_seconds",
     "stop_grace_seconds",
     "cpu_threads",
+    "cpu_devices",
     "check_finite",
     "max_dispatch_seconds",
     "members_in_parallel",
@@ -117,7 +118,8 @@ class Checkpointer:
             self._last_saved_update = self._scheduled_update = update
             if jax.process_index() == 0:
                 print(
-                    f"podracer: resuming from {self.directory}/{update}: step {restored.meta['step']:,}",
+                    f"podracer: resuming from {self.directory}/{update}: step {restored.meta['step']:,}"
+                    + device_change(restored.meta.get("devices"), devices_holding(like)),
                     file=sys.stderr,
                 )
             return from_savable(restored.state, like), restored.meta
@@ -157,7 +159,7 @@ class Checkpointer:
             if self._config.resume == "never" and self._last_saved_update is None:
                 for step in self._manager.all_steps():  # The earlier run's, at this run's first save.
                     self._manager.delete(step)
-            meta = {**meta, "update": update, "config": self._config.to_dict()}
+            meta = {**meta, "update": update, "devices": devices_holding(state), "config": self._config.to_dict()}
             self._manager.save(
                 update,
                 args=ocp.args.Composite(state=ocp.args.StandardSave(to_savable(state)), meta=ocp.args.JsonSave(meta)),
@@ -180,6 +182,22 @@ class Checkpointer:
     def close(self) -> None:
         if self._manager is not None:
             self._manager.close()
+
+
+def devices_holding(state: Any) -> int:
+    """How many devices `state`'s arrays are spread over: the run's, recorded with each checkpoint."""
+    return max(len(leaf.sharding.device_set) for leaf in jax.tree.leaves(state) if isinstance(leaf, jax.Array))
+
+
+def device_change(saved: int | None, now: int) -> str:
+    """What a resume's line adds when the checkpoint was written on another number of devices (older checkpoints
+    did not record it): a run is deterministic for a device count, so from here it leaves the course it was on."""
+    if saved is None or saved == now:
+        return ""
+    return (
+        f", written on {saved} devices and continued on {now} (another machine, or another cpu_devices): "
+        "from here the run differs from one that had not stopped"
+    )
 
 
 def read_meta(directory: str, update: int) -> dict | None:

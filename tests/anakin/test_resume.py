@@ -259,7 +259,7 @@ def small_catch(**fields):
 
 
 @pytest.mark.slow  # Runs in fresh processes.
-def test_a_resume_may_run_longer_but_not_change_the_batch(tmp_path):
+def test_a_resume_may_run_longer_or_on_other_devices_but_not_change_the_batch(tmp_path):
     first = podracer.train(small_catch(), workdir=str(tmp_path))
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["2", "4", "6"]
     with pytest.raises(podracer.ConfigError, match=r"config.num_envs: .*num_envs \(checkpoint 16, now 32\)"):
@@ -268,6 +268,11 @@ def test_a_resume_may_run_longer_but_not_change_the_batch(tmp_path):
     assert [r["step"] for r in longer.history] == [512 * i for i in range(1, 6)]
     assert longer.history[:3] == first.history  # Kept as logged, timings included.
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["10", "6", "8"]  # The newest 3.
+    with open(tmp_path / "checkpoints" / "10" / "meta" / "metadata") as f:
+        assert json.load(f)["devices"] == 2  # This process's.
+    elsewhere = run(tmp_path, num_devices=1, overrides={**SMALL, "total_steps": 16 * 16 * 2 * 6})  # Another machine.
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "step 2,560, written on 2 devices and continued on 1" in elsewhere.stderr
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ import os
 import jax
 import pytest
 
-from podracer.devices.xla_cpu import child_environment, unroll_threefry, with_forced_devices
+import podracer
+from podracer.devices.xla_cpu import Shares, child_environment, cpu_device_count, unroll_threefry, with_forced_devices
 from tests.helpers import run_module
 
 USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
@@ -71,6 +72,41 @@ def test_unrolled_threefry_draws_the_same_numbers_without_a_loop():
     draw = jax.jit(lambda key: jax.random.randint(key, (6,), 0, 1000))
     assert "stablehlo.while" not in draw.lower(jax.random.key(0)).as_text()
     assert draw(jax.random.key(0)).tolist() == [789, 0, 712, 373, 771, 347]  # JAX's rolled loop draws these.
+
+
+@pytest.mark.parametrize(
+    "counts, smallest, cores, devices",
+    [
+        ((512,), 64, 2, 2),  # make run's Catch on the CI machine: two devices of 256.
+        ((512,), 64, 16, 8),  # No device under 64 environments.
+        ((512,), 1, 16, 16),
+        ((512,), 1, 12, 8),  # The most devices of whole batches within 12 cores.
+        ((4,), 64, 16, 1),  # CleanRL's CartPole PPO: too small to split.
+        ((7,), 1, 4, 1),  # A batch that no count but 1 divides.
+        ((6, 4, 6), 1, 16, 2),  # Meta-training's members per family: every one must divide.
+        ((), 1, 3, 3),
+    ],
+)
+def test_cpu_devices_zero_is_one_per_core_as_many_as_the_batch_divides_into(counts, smallest, cores, devices):
+    assert cpu_device_count(podracer.defaults("ppo"), Shares(counts, smallest), cores) == devices
+
+
+def test_a_set_count_a_replicated_count_or_a_job_of_several_processes_overrides_one_per_core():
+    config, shares = podracer.defaults("ppo"), Shares((512,))
+    assert config.cpu_devices == 0  # Anakin's default.
+    config.num_devices = 2  # The run replicates over no more.
+    assert cpu_device_count(config, shares, 16) == 2
+    config.num_devices, config.replicas = 0, 2  # Processes that may share one machine.
+    assert cpu_device_count(config, shares, 16) == 1
+    config.cpu_devices = 4
+    assert cpu_device_count(config, shares, 16) == 4
+    assert podracer.defaults("ppo", "sebulba").cpu_devices == 1  # Sebulba places actors and learners by position.
+
+
+@pytest.mark.parametrize("agent", ["dqn", "sac", "td3", "muzero", "alphazero"])
+def test_agents_with_a_buffer_per_device_default_to_one_device(agent):
+    """Their batch and buffer are per device: a count taken from the machine would change the experiment."""
+    assert podracer.defaults(agent).cpu_devices == 1
 
 
 def test_a_forced_device_count_replaces_the_one_set_and_keeps_the_other_flags():

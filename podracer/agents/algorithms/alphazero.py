@@ -241,5 +241,9 @@ registry.register(
     defaults=defaults,
     build=build,
     validate=validate,
-    config_defaults={"env.name": "pgx:tic_tac_toe", "env.kwargs.self_play": True},  # A game, played both sides.
+    config_defaults={
+        "env.name": "pgx:tic_tac_toe",  # A game, played both sides.
+        "env.kwargs.self_play": True,
+        **shared_fields.REPLAY_CONFIG_DEFAULTS,
+    },
 )

@@ -252,4 +252,10 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     )
 
 
-registry.register("muzero", defaults=defaults, build=build, validate=validate)
+registry.register(
+    "muzero",
+    defaults=defaults,
+    build=build,
+    validate=validate,
+    config_defaults=shared_fields.REPLAY_CONFIG_DEFAULTS,
+)

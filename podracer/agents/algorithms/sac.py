@@ -31,7 +31,7 @@ from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import off_policy
+from podracer.agents.algorithms import off_policy, shared_fields
 from podracer.agents.learning.optimizer import LearnerState, sgd_step
 from podracer.agents.models import continuous_networks as cn
 from podracer.config import field_checks
@@ -132,4 +132,10 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     return off_policy.build(config, num_updates, rules)
 
 
-registry.register("sac", defaults=defaults, build=build, validate=validate)
+registry.register(
+    "sac",
+    defaults=defaults,
+    build=build,
+    validate=validate,
+    config_defaults=shared_fields.REPLAY_CONFIG_DEFAULTS,
+)

@@ -25,6 +25,11 @@ from podracer.devices.device_split import environments_per_learner_device, learn
 REPLAY_DEFAULTS = settings.defaults(ReplaySettings)
 """The replay fields of `config.agent` for an agent that learns from a buffer."""
 
+REPLAY_CONFIG_DEFAULTS = {"cpu_devices": 1}
+"""The registry's `config_defaults` of an agent that learns from a buffer: one XLA:CPU device unless set, not one per
+core. Each device keeps a buffer of its own and samples `batch_size` from it, so the device count is part of the
+experiment (its batch and its memory), which a run must not take from the machine it lands on."""
+
 EPSILON_DEFAULTS = settings.defaults(EpsilonSettings)
 """The exploration fields of `config.agent` for an agent that acts epsilon-greedily on Q-values."""
 
