@@ -46,7 +46,7 @@ TIMING_FIELDS = {"anakin": ("max_dispatch_seconds",), "sebulba": ("stop_grace_se
 SESSION_PREFIXES = ("JAX_", "XLA_", "PJRT_", "PODRACER_")  # What the session sets (`tests/conftest.py`).
 
 # configs/anakin_lpg_gridworlds.py's meta-training made tiny, as overrides: one family of 2 members (one per device of
-# the config's `cpu_devices = 2`), lifetimes that end mid-run, small networks; a test adds `meta.updates`.
+# the session's two), lifetimes that end mid-run, small networks; a test adds `meta.updates`.
 TINY_META_TRAINING = {
     "meta.environments": '(("lpg_delayed_chain", {"variant": "short"}, 2),)',
     "meta.envs_per_member": 2,
@@ -101,8 +101,8 @@ def users_environment() -> dict:
     (the `podracer` command is installed in the environment). The session removed
     the launcher's own (`tests/conftest.py`), so none of the user's are left either.
 
-    A child started in it sees what `make run` and the `podracer` commands see: one CPU device unless a config
-    asks for more (`cpu_devices`), all of the host's vector instructions, every core's thread.
+    A child started in it sees what `make run` and the `podracer` commands see: the CPU devices its config makes
+    (`cpu_devices`: by default one per core for Anakin), all of the host's vector instructions, every core's thread.
     """
     return {
         name: value

@@ -97,10 +97,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
 
     Once all of that has worked, says in one line when `total_steps` is not a whole number of updates.
     """
-    devices = anakin_devices(config)
-    if is_chief():
-        print(replication_line(config, devices, count(config.num_envs // len(devices), "environment")), file=sys.stderr)
-    mesh = device_mesh(devices)
+    mesh = announced_mesh(config)
     env = env or with_config_kwargs(config, envs.make, config.env.name)
     agents.registry.check_environment(config, env)  # Before anything compiles.
     training_env = envs.wrap_for_training(env)
@@ -209,6 +206,14 @@ def save_and_stop(
             file=sys.stderr,
         )
     run.updates_per_dispatch = shorter
+
+
+def announced_mesh(config: ConfigDict) -> Mesh:
+    """The mesh the run replicates over, which its first line announces (`device_split.replication_line`)."""
+    devices = anakin_devices(config)
+    if is_chief():
+        print(replication_line(config, devices, count(config.num_envs // len(devices), "environment")), file=sys.stderr)
+    return device_mesh(devices)
 
 
 def make_record(step: int, metrics: dict, completed: Completed, members: int) -> dict:

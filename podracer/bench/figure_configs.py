@@ -6,7 +6,10 @@ from typing import Any
 
 from ml_collections import ConfigDict
 
+from podracer.anakin import anakin_settings
 from podracer.config.loading import load
+from podracer.devices import xla_cpu
+from podracer.experiment import meta_train
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
 
@@ -35,3 +38,15 @@ def network_label(config: ConfigDict) -> str:
     network = config.network
     sizes = {"mlp": network.hidden_sizes, "impala_resnet": network.channels}.get(network.torso)
     return network.torso if sizes is None else f"{network.torso}({','.join(str(size) for size in sizes)})"
+
+
+PLANNING_CORES = 2
+"""The cores a config's `cpu_devices=0` is resolved for when the figures plan their points: the 2-core CI machine's,
+where the configs' per-device batches were chosen (Catch: two devices of 256), so that a plan is the same on every
+machine."""
+
+
+def cpu_devices(config: ConfigDict) -> int:
+    """The XLA:CPU devices `config` (a training or a meta-training config) runs on with `PLANNING_CORES` cores."""
+    shares = meta_train.device_shares(config) if "meta" in config else anakin_settings.device_shares(config)
+    return xla_cpu.cpu_device_count(config, shares, PLANNING_CORES)

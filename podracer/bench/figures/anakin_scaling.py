@@ -2,7 +2,7 @@
 
 Each point trains a config on n devices (1, 2, 4, ... up to the most there
 are) with n times the config's environments per device (its `num_envs` over
-its `cpu_devices`), so every device has the same batch, and the program is
+its devices on the 2-core CI machine, `figure_configs.cpu_devices`), so every device has the same batch, and the program is
 the same on each. On a machine without an accelerator (or with --cpu) the
 devices are forced CPU devices, one fresh
 process per n (with --quick, one process with the most devices, each point
@@ -40,12 +40,13 @@ def plan(setup: Setup) -> list[Point]:
     points = []
     for name in QUICK_BENCHMARKS if setup.quick else BENCHMARKS:
         config = figure_configs.load_named(name)
-        per_device = config.num_envs // config.cpu_devices  # The config's own batch per device (Catch: two of 256).
+        devices = figure_configs.cpu_devices(config)
+        per_device = config.num_envs // devices  # The config's own batch per device (Catch: two of 256).
         for n in device_counts(max_devices):
             overrides = {
                 "num_devices": n,
                 "num_envs": per_device * n,
-                "total_steps": config.total_steps * n // config.cpu_devices,
+                "total_steps": config.total_steps * n // devices,
             }
             points.append(point(setup, FIGURE, "devices", name, name, overrides, max_devices if setup.quick else n))
     return points

@@ -43,7 +43,7 @@ def plan(setup: Setup) -> list[Point]:
 
 def devices(setup: Setup, config: ConfigDict) -> int:
     """The config's CPU devices on forced CPU devices (at most the most a point may use); else every accelerator."""
-    return min(config.cpu_devices, setup.max_devices) if setup.forced_cpu else setup.max_devices
+    return min(figure_configs.cpu_devices(config), setup.max_devices) if setup.forced_cpu else setup.max_devices
 
 
 def seeds(members: int) -> str:
