@@ -1,7 +1,9 @@
-"""The worker processes of Gymnasium host environments: failures reported and ended, imports, values sent by value.
+"""The worker processes of host environments, Gymnasium's and PettingZoo's: failures reported and ended, imports,
+values sent by value.
 
-The environments (`gymnasium_envs`) are registered here, in the test module,
-as a user registers their own: the workers only ever see the `EnvSpec`.
+The Gymnasium environments (`gymnasium_envs`) are registered here, in the test
+module, as a user registers their own: the workers only ever see the `EnvSpec`.
+PettingZoo's (`pettingzoo_envs`) are named by their module, which each worker imports.
 """
 
 import os
@@ -18,19 +20,32 @@ from tests.envs.gymnasium_envs import Counter, Crashing
 COUNTER = "PodracerPoolCounter-v0"
 gymnasium.register(COUNTER, entry_point=Counter)
 gymnasium.register("PodracerCrashing-v0", entry_point=Crashing)
+LEAVERS = "tests.envs.pettingzoo_envs"
 
 # Worker failures are also reported by Gymnasium's logger, as warnings.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:gymnasium.vector.async_vector_env")
 
 
 # How long a hung worker is waited for: long enough that a healthy worker answers first on any host, however busy.
-HUNG_STEP_SECONDS = 4.0  # A healthy worker steps this counter in microseconds.
+HUNG_STEP_SECONDS = 4.0  # A healthy worker steps these environments in microseconds.
 
 
+def crashing(suite: str, how: str, crash_seed: int, **kwargs):
+    """Two environments of `suite`, the one seeded `crash_seed` failing on its second step as `how` says,
+    and an action for them; the prefix of their errors."""
+    if suite == "gymnasium":
+        env = GymnasiumEnvironment("PodracerCrashing-v0", 2, 0, how=how, crash_seed=crash_seed, **kwargs)
+        return env, np.zeros(2, np.int64), "Gymnasium environment 'PodracerCrashing-v0': "
+    pettingzoo_env = pytest.importorskip("podracer.envs.host_suites.pettingzoo_env")
+    env = pettingzoo_env.make(LEAVERS, 2, 0, how=how, crash_seed=crash_seed, **kwargs)
+    return env, np.zeros((2, 2), np.int64), f"PettingZoo environment '{LEAVERS}': "
+
+
+@pytest.mark.parametrize("suite", ["gymnasium", "pettingzoo"])
 @pytest.mark.parametrize(
     "how", ["raise", "unpicklable", "exit", "sigkill", pytest.param("hang", marks=pytest.mark.slow)]
 )
-def test_a_failing_worker_raises_runtime_error_naming_the_environment(how):
+def test_a_failing_worker_raises_runtime_error_naming_the_environment(suite, how):
     """Exceptions (even unpicklable ones), a dying worker and a hung one: a clear error naming it, not a hang.
 
     Only the hung worker waits out the step timeout; the others fail as soon as
@@ -38,10 +53,10 @@ def test_a_failing_worker_raises_runtime_error_naming_the_environment(how):
     """
     crash_seed = -1 if how == "sigkill" else 1  # sigkill: no environment fails by itself; the test kills worker 1.
     timeout = {"step_timeout_seconds": HUNG_STEP_SECONDS} if how == "hang" else {}
-    env = GymnasiumEnvironment("PodracerCrashing-v0", 2, 0, how=how, crash_seed=crash_seed, **timeout)
-    processes = env._vec.processes
+    env, action, where = crashing(suite, how, crash_seed, **timeout)
+    processes = env._pool.vec.processes
     env.reset()
-    env.step(np.zeros(2, np.int64))
+    env.step(action)
     if how == "sigkill":
         os.kill(processes[1].pid, signal.SIGKILL)
         processes[1].join()
@@ -52,11 +67,11 @@ def test_a_failing_worker_raises_runtime_error_naming_the_environment(how):
         "sigkill": r"the worker process of environment 1 \(killed by SIGKILL\) of 2 died in step",
         "hang": rf"environment 1 of 2 gave no answer to step within {HUNG_STEP_SECONDS:g} s \(step_timeout_seconds\)",
     }[how]
-    with pytest.raises(RuntimeError, match=r"Gymnasium environment 'PodracerCrashing-v0': " + expected):
-        env.step(np.zeros(2, np.int64))
+    with pytest.raises(RuntimeError, match=where + expected):
+        env.step(action)
     assert not any(p.is_alive() for p in processes)  # Every worker is ended.
     with pytest.raises(RuntimeError, match="failed and was closed"):
-        env.step(np.zeros(2, np.int64))
+        env.step(action)
     env.close()
 
 
@@ -64,10 +79,10 @@ def test_workers_import_neither_podracer_nor_jax_and_leave_ctrl_c_to_the_main_pr
     # Spawned from this process, the workers start with its handling of Ctrl-C, as in a terminal, however the suite
     # was launched (forkserver's would start with their server's, fixed by whichever test started it).
     with GymnasiumEnvironment(COUNTER, 2, seed=0, context="spawn") as env:
-        assert env._vec.call("imported", "gymnasium") == (True, True)
-        assert env._vec.call("imported", "podracer") == env._vec.call("imported", "jax") == (False, False)
+        assert env._pool.vec.call("imported", "gymnasium") == (True, True)
+        assert env._pool.vec.call("imported", "podracer") == env._pool.vec.call("imported", "jax") == (False, False)
         env.reset()
-        for process in env._vec.processes:
+        for process in env._pool.vec.processes:
             os.kill(process.pid, signal.SIGINT)
         assert env.step(np.array([1, 1])).step_type.tolist() == [MID, MID]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # The main process still takes Ctrl-C.
@@ -85,4 +100,21 @@ def test_a_class_defined_in_a_function_travels_by_value():
     with GymnasiumEnvironment("PodracerLocal-v0", 1, seed=0) as env:
         env.reset()
         assert env.step(np.array([1])).reward[0] == 22
-        assert env._vec.call("imported", "tests.envs.test_gymnasium_pool") == (False,)
+        assert env._pool.vec.call("imported", "tests.envs.test_worker_pool") == (False,)
+
+
+def test_pettingzoo_workers_do_not_import_jax():
+    """Their code (`pettingzoo_worker`, `worker_env`) travels by value: imported by name, it would import podracer,
+    and JAX with it. JAX's compiled library is mapped into every process that imported it, this one included."""
+    pettingzoo_env = pytest.importorskip("podracer.envs.host_suites.pettingzoo_env")
+    if not os.path.exists(f"/proc/{os.getpid()}/maps"):
+        pytest.skip("reads /proc/PID/maps")
+    assert _maps_jaxlib(os.getpid())
+    with pettingzoo_env.make(LEAVERS, 2, 0, context="spawn") as env:
+        env.reset()
+        assert not any(_maps_jaxlib(process.pid) for process in env._pool.vec.processes)
+
+
+def _maps_jaxlib(pid: int) -> bool:
+    with open(f"/proc/{pid}/maps") as maps:
+        return "/jaxlib/" in maps.read()
