@@ -6,14 +6,16 @@ module, as a user registers their own: the workers only ever see the `EnvSpec`.
 PettingZoo's (`pettingzoo_envs`) are named by their module, which each worker imports.
 """
 
+import functools
 import os
 import signal
 
+import chex
 import gymnasium
 import numpy as np
 import pytest
 
-from podracer.envs import MID
+from podracer.envs import FIRST, MID
 from podracer.envs.host_suites.gymnasium_env import GymnasiumEnvironment
 from tests.envs.gymnasium_envs import Counter, Crashing
 
@@ -73,6 +75,41 @@ def test_a_failing_worker_raises_runtime_error_naming_the_environment(suite, how
     with pytest.raises(RuntimeError, match="failed and was closed"):
         env.step(action)
     env.close()
+
+
+@pytest.mark.parametrize("suite", ["gymnasium", "pettingzoo"])
+def test_workers_and_this_thread_give_the_same_timesteps_for_the_same_seeds_and_actions(suite):
+    """Every leaf of every timestep, over episodes that end (Counter's action 2, MPE's 4-step limit) and restart
+    with their random stream continued (Counter's start value and MPE's positions are drawn at every reset)."""
+    rng = np.random.default_rng(0)
+    if suite == "gymnasium":
+        make, actions = functools.partial(GymnasiumEnvironment, COUNTER), rng.integers(0, 3, (30, 3))
+        options = [{"autoreset_mode": "next_step"}, {"autoreset_mode": "same_step"}]
+    else:
+        pytest.importorskip("mpe2")
+        pettingzoo_env = pytest.importorskip("podracer.envs.host_suites.pettingzoo_env")
+        make, actions = functools.partial(pettingzoo_env.make, "mpe2.simple_spread_v3"), rng.integers(0, 5, (30, 3, 3))
+        options = [{"max_cycles": 4}]
+    for kwargs in options:
+        runs = []
+        for mode in ("async", "sync"):
+            with make(3, 5, vectorization_mode=mode, **kwargs) as env:
+                runs.append([env.reset()] + [env.step(action) for action in actions])
+        assert sum(int((t.step_type == FIRST).sum()) for t in runs[0][1:]) >= 3  # Some episodes ended and restarted.
+        for in_workers, here in zip(*runs, strict=True):
+            chex.assert_trees_all_equal(in_workers, here)
+
+
+def test_in_this_thread_an_environment_that_raises_ends_the_batch_with_an_error_naming_it():
+    env = GymnasiumEnvironment("PodracerCrashing-v0", 2, 0, how="raise", crash_seed=1, vectorization_mode="sync")
+    env.reset()
+    env.step(np.zeros(2, np.int64))
+    with pytest.raises(RuntimeError, match=r"'PodracerCrashing-v0': an environment raised in step: ValueError: boom"):
+        env.step(np.zeros(2, np.int64))
+    with pytest.raises(RuntimeError, match="failed and was closed"):
+        env.step(np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="vectorization_mode must be one of"):
+        GymnasiumEnvironment(COUNTER, 1, 0, vectorization_mode="threads")
 
 
 def test_workers_import_neither_podracer_nor_jax_and_leave_ctrl_c_to_the_main_process(ctrl_c_raises_keyboard_interrupt):

@@ -81,6 +81,7 @@ class GymnasiumEnvironment(HostEnvironment):
         autoreset_mode: str | AutoresetMode = "next_step",
         context: str | None = None,
         step_timeout_seconds: float = worker_pool.DEFAULT_STEP_TIMEOUT_SECONDS,
+        vectorization_mode: str = "async",
         **make_kwargs: Any,
     ):
         """Starts `num_envs` workers, each making `task` with `gymnasium.make(..., **make_kwargs)`.
@@ -88,7 +89,8 @@ class GymnasiumEnvironment(HostEnvironment):
         `autoreset_mode` is "next_step" or "same_step" (module docstring);
         `context` the start method, "forkserver" or "spawn" (default: forkserver
         where available); `step_timeout_seconds` how long `reset` and `step`
-        wait for a worker before raising.
+        wait for a worker before raising; `vectorization_mode` "sync" steps the
+        environments in the calling thread instead of workers (`worker_pool`).
         """
         spec = _find_spec(task)
         if spec is None:
@@ -106,6 +108,7 @@ class GymnasiumEnvironment(HostEnvironment):
             autoreset_mode=_autoreset_mode(autoreset_mode),
             context=context,
             step_timeout_seconds=step_timeout_seconds,
+            vectorization_mode=vectorization_mode,
         )
         self.autoreset_mode = pool.autoreset_mode
         try:

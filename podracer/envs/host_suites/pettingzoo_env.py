@@ -92,13 +92,16 @@ class PettingZooEnvironment(multi_agent.MultiAgent, HostEnvironment):
         *,
         context: str | None = None,
         step_timeout_seconds: float = worker_pool.DEFAULT_STEP_TIMEOUT_SECONDS,
+        vectorization_mode: str = "async",
         **kwargs: Any,
     ):
         """Reads the specs from one `parallel_env(**kwargs)` of `task`, then starts `num_envs` workers making theirs.
 
         `context` is the workers' start method, "forkserver" or "spawn"
         (default: forkserver where available); `step_timeout_seconds` how long
-        `reset` and `step` wait for a worker before raising.
+        `reset` and `step` wait for a worker before raising; `vectorization_mode`
+        "sync" steps the environments in the calling thread instead of workers
+        (`worker_pool`).
         """
         if not is_task(task):
             raise ValueError(f"{task!r} is not an importable module with a PettingZoo parallel_env")
@@ -118,6 +121,7 @@ class PettingZooEnvironment(multi_agent.MultiAgent, HostEnvironment):
             autoreset_mode=AutoresetMode.NEXT_STEP,
             context=context,
             step_timeout_seconds=step_timeout_seconds,
+            vectorization_mode=vectorization_mode,
         )
         self._done = np.zeros(self.num_envs, bool)  # These ended an episode on the last step: next is FIRST.
 

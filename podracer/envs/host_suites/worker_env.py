@@ -23,20 +23,22 @@ import gymnasium
 def make_env(
     make: Callable[..., gymnasium.Env], kwargs: dict[str, Any], same_step: bool, main_pid: int
 ) -> gymnasium.Env:
-    """`make(**kwargs)`, reporting errors picklably, and skipping the step after a SAME_STEP reset.
+    """`make(**kwargs)`, skipping the step after a SAME_STEP reset, and in a worker reporting errors picklably.
 
     `make` travels pickled, with what it holds: a Gymnasium `EnvSpec`, say,
     whose entry point comes with it, so that ids registered only in the main
     process (in a test module, a notebook) work here. In a worker (any process
     but `main_pid`, where the vector environment makes one copy to read the
-    spaces) SIGINT is ignored: Ctrl-C in a terminal reaches every process of
-    the group, and the main process, which Sebulba stops cleanly on it, closes
-    the workers itself.
+    spaces, or all of them in "sync" mode) SIGINT is ignored: Ctrl-C in a
+    terminal reaches every process of the group, and the main process, which
+    Sebulba stops cleanly on it, closes the workers itself.
     """
-    if os.getpid() != main_pid:
+    in_worker = os.getpid() != main_pid
+    if in_worker:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     env = make(**kwargs)
-    return ReportErrors(SkipStepAfterAutoreset(env) if same_step else env)
+    env = SkipStepAfterAutoreset(env) if same_step else env
+    return ReportErrors(env) if in_worker else env
 
 
 class ReportErrors(gymnasium.Wrapper):

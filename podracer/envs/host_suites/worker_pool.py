@@ -1,4 +1,4 @@
-"""A batch of Python environments stepped in worker processes, one each: starting them, stepping them, ending them.
+"""A batch of Python environments stepped in worker processes, one each (or in this thread): starting, stepping, ending.
 
 The host suites written in Python step their environments here: Gymnasium's
 (`gymnasium_env`) and PettingZoo's (`pettingzoo_env`, each parallel environment
@@ -7,7 +7,12 @@ seen by its worker as one Gymnasium environment, `pettingzoo_worker`). A
 environment, so the environments' Python steps run beside the actor threads
 instead of holding their GIL; this module is how those processes are started,
 stepped and stopped, and how their failures read. The code that runs inside
-them is `worker_env`.
+them is `worker_env`. With `vectorization_mode` "sync" (Gymnasium's name for
+it) the same environments, wrapped the same way, step one after another in
+the calling thread instead, in a `gymnasium.vector.SyncVectorEnv`: on a
+machine with few cores, where worker processes cost more in messages and
+context switches than they give back, that is faster (`docs/benchmarks.md`).
+Both modes give the same timesteps (tested).
 
 Workers start with `context` "forkserver" (the default where it exists, POSIX)
 or "spawn", never "fork": JAX runs threads, and a forked copy of a process with
@@ -37,7 +42,9 @@ environment and the original error with its traceback (`_diagnose`); a worker
 process that dies (killed, `os._exit`) closes its pipe, which ends the wait at
 once; a worker that hangs is given up after `step_timeout_seconds`. After any
 of these every worker is terminated (`_terminate`), and the pool refuses
-further calls.
+further calls. In "sync" mode an environment's exception is raised in the
+calling thread the same way; nothing can time a hung step out there (Sebulba's
+`stall_timeout_seconds` ends such a run, naming the actor thread).
 """
 
 import contextlib
@@ -52,11 +59,12 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from podracer.envs.host_suites import worker_env
 
 START_METHODS = ("forkserver", "spawn")
+VECTORIZATION_MODES = ("async", "sync")  # Worker processes, or the calling thread.
 
 DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
 """How long `reset` and `step` wait for a worker before calling it hung: far beyond any sane step."""
@@ -67,9 +75,10 @@ class WorkerPool:
 
     Environment i is seeded `seed + i` on the first `reset`; later resets
     continue each one's random stream. `reset` and `step` return what
-    `AsyncVectorEnv` returns, batched `[B, ...]`; any failure of a worker ends
-    every worker and raises a `RuntimeError` that starts with `where` (which
-    names the environment: "Gymnasium environment 'CartPole-v1'").
+    Gymnasium's vector environments return, batched `[B, ...]`; any failure
+    ends every environment and raises a `RuntimeError` that starts with `where`
+    (which names the environment: "Gymnasium environment 'CartPole-v1'").
+    `vectorization_mode` "sync" steps them in the calling thread instead.
     """
 
     def __init__(
@@ -83,17 +92,26 @@ class WorkerPool:
         autoreset_mode: AutoresetMode,
         context: str | None,
         step_timeout_seconds: float,
+        vectorization_mode: str = "async",
     ):
-        """Checks the seed and timeout, then starts the workers (see `_start`)."""
+        """Checks the seed and timeout, then starts the workers (see `_start`), or makes the environments here."""
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}.")
         timeout = step_timeout_seconds
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
             raise ValueError(f"step_timeout_seconds must be a positive number, got {step_timeout_seconds!r}.")
+        if vectorization_mode not in VECTORIZATION_MODES:
+            raise ValueError(
+                f"vectorization_mode must be one of {VECTORIZATION_MODES}, got {vectorization_mode!r}: 'async' steps "
+                "each environment in its own worker process, 'sync' all of them in the actor thread."
+            )
         self.where = where
         self._seed, self._timeout = int(seed), float(timeout)
-        self.vec = _start(where, make_env, kwargs, num_envs, autoreset_mode, context)
-        self.autoreset_mode = AutoresetMode(self.vec.metadata["autoreset_mode"])  # What the workers do.
+        if vectorization_mode == "async":
+            self.vec = _start(where, make_env, kwargs, num_envs, autoreset_mode, context)
+        else:
+            self.vec = _make_here(where, make_env, kwargs, num_envs, autoreset_mode)
+        self.autoreset_mode = AutoresetMode(self.vec.metadata["autoreset_mode"])  # What the environments do.
         self._started = False
         self._closed = False
         self._failure: str | None = None
@@ -102,7 +120,7 @@ class WorkerPool:
         """Resets every environment, seeded the first time: `(observations, infos)`."""
         self._check_usable()
         seed = None if self._started else self._seed
-        result = self._exchange("reset", lambda: self.vec.reset_async(seed=seed), self.vec.reset_wait)
+        result = self._call("reset", seed=seed)
         self._started = True
         return result
 
@@ -111,14 +129,17 @@ class WorkerPool:
         self._check_usable()
         if not self._started:
             raise RuntimeError("Call reset() before step().")
-        return self._exchange("step", lambda: self.vec.step_async(action), self.vec.step_wait)
+        return self._call("step", action)
 
     def close(self) -> None:
         """Closes every environment and ends the worker processes; further calls do nothing."""
         if self._closed:  # Closed before, or terminated after a failure.
             return
         self._closed = True
-        _close(self.vec)
+        if isinstance(self.vec, AsyncVectorEnv):
+            _close(self.vec)
+        else:
+            self.vec.close()
 
     def _check_usable(self) -> None:
         if self._failure is not None:
@@ -126,15 +147,24 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError(f"{self.where} is closed.")
 
-    def _exchange(self, call: str, send: Callable[[], None], receive: Callable[..., Any]) -> Any:
-        """`send()` to the workers and `receive(timeout=...)` their answer; on any failure, terminate and raise."""
+    def _call(self, call: str, *args: Any, **kwargs: Any) -> Any:
+        """`reset` or `step` of the vector environment: sent to the workers, whose answer is awaited for at most the
+        timeout, or called here; on any failure, ends every environment and raises."""
+        vec = self.vec
         try:
-            send()
-            return receive(timeout=self._timeout)
+            if isinstance(vec, AsyncVectorEnv):
+                getattr(vec, f"{call}_async")(*args, **kwargs)
+                return getattr(vec, f"{call}_wait")(timeout=self._timeout)
+            return getattr(vec, call)(*args, **kwargs)
         except Exception as error:
-            self._failure = _diagnose(self.vec, self.where, call, error, self._timeout)
             self._closed = True
-            _terminate(self.vec)
+            if isinstance(vec, AsyncVectorEnv):
+                self._failure = _diagnose(vec, self.where, call, error, self._timeout)
+                _terminate(vec)
+            else:
+                self._failure = f"{self.where}: an environment raised in {call}: {type(error).__name__}: {error}"
+                with contextlib.suppress(Exception):  # Its own failure is the one to report.
+                    vec.close()
             raise RuntimeError(self._failure) from error
 
 
@@ -155,19 +185,43 @@ def _start(
     workers die while starting.
     """
     start_method = _start_method(context)
-    same_step = autoreset_mode is AutoresetMode.SAME_STEP
-    factory = functools.partial(worker_env.make_env, make_env, kwargs, same_step, os.getpid())
+    factory = _factory(make_env, kwargs, autoreset_mode)
     try:
-        with _main_script_hidden():
+        with _main_script_hidden(), _refusals_as_value_errors(where, kwargs):
             return AsyncVectorEnv([factory] * num_envs, context=start_method, autoreset_mode=autoreset_mode)
-    except (TypeError, ValueError, AssertionError, gymnasium.error.Error) as error:  # Gymnasium asserts some.
-        raise ValueError(f"{where} could not be made with {kwargs}: {error}") from error
     except (EOFError, OSError) as error:
         raise RuntimeError(
             f"The worker processes of {where} died while starting; their traceback is above. Workers start "
             "afresh: they import the main script again (guard a script's code with `if __name__ == '__main__':`) "
             "and must find what makes the environment (an entry point given as a string naming __main__ cannot)."
         ) from error
+
+
+def _make_here(
+    where: str,
+    make_env: Callable[..., gymnasium.Env],
+    kwargs: dict[str, Any],
+    num_envs: int,
+    autoreset_mode: AutoresetMode,
+) -> SyncVectorEnv:
+    """`num_envs` environments made with `make_env(**kwargs)` in this process, as one vector environment."""
+    with _refusals_as_value_errors(where, kwargs):
+        return SyncVectorEnv([_factory(make_env, kwargs, autoreset_mode)] * num_envs, autoreset_mode=autoreset_mode)
+
+
+def _factory(make_env: Callable[..., gymnasium.Env], kwargs: dict[str, Any], autoreset_mode: AutoresetMode) -> Any:
+    """What makes one environment, wrapped (`worker_env.make_env`), in a worker or here."""
+    same_step = autoreset_mode is AutoresetMode.SAME_STEP
+    return functools.partial(worker_env.make_env, make_env, kwargs, same_step, os.getpid())
+
+
+@contextlib.contextmanager
+def _refusals_as_value_errors(where: str, kwargs: dict[str, Any]) -> Iterator[None]:
+    """Within, what Gymnasium or the environment refuses while being made is a `ValueError` naming both."""
+    try:
+        yield
+    except (TypeError, ValueError, AssertionError, gymnasium.error.Error) as error:  # Gymnasium asserts some.
+        raise ValueError(f"{where} could not be made with {kwargs}: {error}") from error
 
 
 @contextlib.contextmanager
