@@ -461,6 +461,7 @@ ENVIRONMENT_OPTIONS = [
     ("sebulba_gymnasium_cartpole", ["context=thread"], "env.kwargs"),
     ("sebulba_mpe2_spread_ippo", ["step_timeout_seconds=0"], "env.kwargs"),
     ("sebulba_mpe2_spread_ippo", ["context=fork"], "env.kwargs"),
+    ("sebulba_mpe2_spread_ippo", ["vectorization_mode=threads"], "env.kwargs"),
 ]
 
 
