@@ -16,6 +16,11 @@ at 450K steps and -19.2 at the end, 2.0M steps in 9 min 19 s: 3,800
 environment steps per second (11,400 agent steps). The actor threads spend
 three quarters of their time in PettingZoo's Python step, which holds the
 GIL, and the learner waits 94% of the time: the environments set the pace.
+That was with the environments stepped in the actor threads; they now step
+in worker processes, one each, which gives the same run bit for bit but, on
+those 2 busy cores, 0.57x the rate (docs/benchmarks.md). On a machine with
+few cores, step them in the actor threads: env.kwargs.vectorization_mode =
+"sync" (--config.env.kwargs.vectorization_mode=sync).
 """
 
 from podracer import defaults

@@ -1,4 +1,4 @@
-"""Tiny deterministic Gymnasium environments for the tests of `envs.host_suites.gymnasium_env` and `gymnasium_pool`.
+"""Tiny deterministic Gymnasium environments for the tests of `envs.host_suites.gymnasium_env` and `worker_pool`.
 
 They live apart from the test modules so that the worker processes, which
 import an entry point's module, import only Gymnasium and numpy here (the test
@@ -86,15 +86,20 @@ class Crashing(Counter):
 
     def step(self, action):
         if self._seed == self._crash_seed and self._steps + 1 == self._at_step:
-            if self._how == "raise":
-                raise ValueError(f"boom at step {self._at_step}")
-            if self._how == "unpicklable":
-                raise ValueError("holds a lock", threading.Lock())
-            if self._how == "exit":
-                os._exit(3)
-            if self._how == "hang":
-                time.sleep(60)
+            crash(self._how, self._at_step)
         return super().step(action)
+
+
+def crash(how: str, at_step: int) -> None:
+    """Fails as `how` says (see `Crashing`), at step `at_step`."""
+    if how == "raise":
+        raise ValueError(f"boom at step {at_step}")
+    if how == "unpicklable":
+        raise ValueError("holds a lock", threading.Lock())
+    if how == "exit":
+        os._exit(3)
+    if how == "hang":
+        time.sleep(60)
 
 
 class DiscreteObservation(Counter):

@@ -3,12 +3,15 @@
 Agents leave one by one and the time limit cuts the rest, which MPE never
 does; observations carry action masks, and there is no `state()`. Everything
 is a function of the actions, so a test can tell which steps and which
-agents' actions the environment really took.
+agents' actions the environment really took. `parallel_env(how=...)` makes
+one that fails in its worker instead (`Crashing`).
 """
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
+
+from tests.envs.gymnasium_envs import crash
 
 LEAVE = 2  # The action with which an agent ends its own part: a termination.
 
@@ -55,5 +58,26 @@ class Leavers(ParallelEnv):
         return {"observation": np.array([self.steps, self.sums[agent]], np.float32), "action_mask": mask}
 
 
-def parallel_env(**kwargs) -> Leavers:
-    return Leavers(**kwargs)
+class Crashing(Leavers):
+    """`Leavers` whose environment seeded `crash_seed` fails on its step number `at_step` of an episode, as `how`
+    says: as `gymnasium_envs.Crashing`."""
+
+    def __init__(self, how: str, crash_seed: int, at_step: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self._how, self._crash_seed, self._at_step = how, crash_seed, at_step
+        self._seed = None
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._seed = seed
+        return super().reset(seed, options)
+
+    def step(self, actions):
+        if self._seed == self._crash_seed and self.steps + 1 == self._at_step:
+            crash(self._how, self._at_step)
+        return super().step(actions)
+
+
+def parallel_env(how: str | None = None, **kwargs) -> Leavers:
+    """`Leavers(**kwargs)`, or `Crashing(how, **kwargs)` where `how` is given."""
+    return Leavers(**kwargs) if how is None else Crashing(how, **kwargs)

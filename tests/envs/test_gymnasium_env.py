@@ -137,7 +137,7 @@ def test_bad_actions_raise_value_errors_and_misuse_runtime_errors():
         with pytest.raises(ValueError, match="(?i)actions"):
             env.step(action)
     assert env.step(np.array([0, 1], np.int32)).step_type.shape == (2,)  # Still usable.
-    processes = env._vec.processes
+    processes = env._pool.vec.processes
     env.close()
     env.close()  # Closing twice is harmless.
     assert not any(p.is_alive() for p in processes)
@@ -161,7 +161,9 @@ def test_bad_options_raise_value_errors():
         GymnasiumEnvironment(COUNTER, 1, seed=0, step_timeout_seconds=0)
     with pytest.raises(ValueError, match="num_envs"):
         GymnasiumEnvironment(COUNTER, 0, seed=0)
-    with pytest.raises(ValueError, match="could not make 'PodracerCounter-v0'.*unexpected keyword argument 'colour'"):
+    with pytest.raises(
+        ValueError, match="environment 'PodracerCounter-v0' could not be made.*unexpected keyword argument 'colour'"
+    ):
         GymnasiumEnvironment(COUNTER, 1, seed=0, colour="red")
     with pytest.raises(ValueError, match="Only Box and Dict observation spaces"):
         GymnasiumEnvironment("PodracerDiscreteObservation-v0", 1, seed=0)

@@ -5,6 +5,8 @@ seeds and stepped with the same actions, resetting after each episode, must
 give every observation, state, reward and flag the batch gives, stacked in
 agent order. A tiny environment of the tests (`pettingzoo_envs.Leavers`) has
 what MPE lacks: agents that leave one by one, action masks, no `state()`.
+Both are checked with the environments in worker processes (`vectorization_mode`
+"async", the default) and in this thread ("sync").
 """
 
 import numpy as np
@@ -44,10 +46,13 @@ def reference_steps(num_envs: int, seed: int, actions: np.ndarray) -> list[list[
     return steps
 
 
-def test_the_batch_steps_as_pettingzoos_own_environments_with_the_same_seeds_and_actions():
+@pytest.mark.parametrize("vectorization_mode", ["async", "sync"])
+def test_the_batch_steps_as_pettingzoos_own_environments_with_the_same_seeds_and_actions(vectorization_mode):
+    """In worker processes ("async") and in this thread ("sync") alike."""
     num_envs, seed, steps = 3, 7, 10
     actions = np.random.default_rng(0).integers(0, 5, (steps, num_envs, 3)).astype(np.int32)
-    with env_registry.host_factory(f"pettingzoo:{SPREAD}")(num_envs, seed, max_cycles=LIMIT) as env:
+    make = env_registry.host_factory(f"pettingzoo:{SPREAD}")
+    with make(num_envs, seed, max_cycles=LIMIT, vectorization_mode=vectorization_mode) as env:
         timesteps = [env.reset()] + [env.step(action) for action in actions]
         agents = env.agents
     for index, own in enumerate(reference_steps(num_envs, seed, actions)):
@@ -79,14 +84,15 @@ def test_specs_are_read_without_stepping_and_describe_the_timesteps():
     assert timestep.reward.shape == timestep.discount.shape == (2, 3) and timestep.step_type.shape == (2,)
 
 
-def test_agents_leave_one_by_one_and_the_time_limit_truncates_those_left():
+@pytest.mark.parametrize("vectorization_mode", ["async", "sync"])
+def test_agents_leave_one_by_one_and_the_time_limit_truncates_those_left(vectorization_mode):
     """In environment 0 agent 0 leaves (discount 0 from then on, reward 0, its last observation kept, its actions
     no longer sent: `Leavers` asserts it) and agent 1 plays on to the time limit: LAST with discount 1 for it,
     then FIRST. In environment 1 both leave: the episode terminated, discounts 0."""
     actions = np.array(
         [[[1, 1], [1, 1]], [[LEAVE, 1], [LEAVE, LEAVE]], [[0, 1], [0, 0]], [[0, 1], [1, 1]], [[1, 1]] * 2]
     )
-    with pettingzoo_env.make(LEAVERS, 2, 0, limit=LIMIT) as env:
+    with pettingzoo_env.make(LEAVERS, 2, 0, limit=LIMIT, vectorization_mode=vectorization_mode) as env:
         assert env.observation_spec()[GLOBAL_STATE].shape == (4,)  # No state(): the agents' observations.
         first = env.reset()
         timesteps = [env.step(action) for action in actions]

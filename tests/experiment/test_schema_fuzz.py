@@ -459,6 +459,9 @@ ENVIRONMENT_OPTIONS = [
     ("sebulba_gymnasium_cartpole", ["step_timeout_seconds=abc"], "env.kwargs"),
     ("sebulba_gymnasium_cartpole", ["autoreset_mode=sometimes"], "env.kwargs"),
     ("sebulba_gymnasium_cartpole", ["context=thread"], "env.kwargs"),
+    ("sebulba_mpe2_spread_ippo", ["step_timeout_seconds=0"], "env.kwargs"),
+    ("sebulba_mpe2_spread_ippo", ["context=fork"], "env.kwargs"),
+    ("sebulba_mpe2_spread_ippo", ["vectorization_mode=threads"], "env.kwargs"),
 ]
 
 

@@ -1,6 +1,10 @@
-"""Sebulba trains IPPO on PettingZoo: actor threads acting on `[B, N]`, agents checked first, MPE2's simple learnt."""
+"""Sebulba trains IPPO on PettingZoo: actor threads acting on `[B, N]`, agents checked first, MPE2's simple learnt,
+and a worker process that fails ends the run."""
 
 import math
+import multiprocessing
+import re
+import threading
 
 import pytest
 
@@ -8,6 +12,7 @@ import podracer
 from podracer.config.errors import ConfigError
 from podracer.envs import env_registry
 from podracer.run.contract import recent_return
+from podracer.sebulba.sebulba_train import ThreadFailed
 from tests.helpers import load_config
 
 pytest.importorskip("podracer.envs.host_suites.pettingzoo_env")
@@ -43,6 +48,24 @@ def test_the_agents_are_counted_and_checked_before_anything_compiles():
     with pytest.raises(ConfigError, match="acts as one agent, and pettingzoo:mpe2.simple_spread_v3 has 3") as error:
         podracer.train(config)
     assert error.value.field == "agent.name"
+
+
+@pytest.mark.slow  # About 10 s each: compiling IPPO's update, then the failure.
+@pytest.mark.filterwarnings("ignore::UserWarning:gymnasium.vector.async_vector_env")  # Gymnasium's log of it.
+@pytest.mark.parametrize("how", ["raise", "hang"])
+def test_a_worker_that_raises_or_hangs_ends_the_run_with_an_error_naming_its_environment(how):
+    """Environment 1 of actor thread 0 (seeded 1) raises, or hangs past `step_timeout_seconds`, on its second step:
+    the run ends with the error naming it, and no worker process or Sebulba thread is left behind."""
+    kwargs = {"how": how, "crash_seed": 1, "step_timeout_seconds": 4.0}
+    config = load_config("sebulba_mpe2_spread_ippo", {**SMALL, "env.name": "pettingzoo:tests.envs.pettingzoo_envs"})
+    with config.unlocked():
+        config.env.kwargs = kwargs
+    failure = {"raise": "raised in step: ValueError: boom at step 2", "hang": "gave no answer to step within 4 s"}
+    where = "PettingZoo environment 'tests.envs.pettingzoo_envs': environment 1 of 4 "
+    with pytest.raises(ThreadFailed, match=r"'actor-0'(.|\n)*" + re.escape(where + failure[how])):
+        podracer.train(config)
+    assert not multiprocessing.active_children()
+    assert not [thread.name for thread in threading.enumerate() if thread.name.startswith(("actor-", "learner"))]
 
 
 @pytest.mark.slow  # About 6 s.

@@ -4,8 +4,9 @@ Each makes a `HostEnvironment` (`podracer.envs.host`): a batch stepped on the
 host, whose observations the actor threads hand to an actor device.
 `envpool_env` wraps an envpool batch (and `envpool_xla` its XLA step for
 Anakin), `envpool_tasks` names envpool's tasks; `gymnasium_env` steps any
-Gymnasium environment in worker processes (`gymnasium_pool`,
-`gymnasium_worker`), and `pettingzoo_env` a PettingZoo parallel environment's
-several agents. The pure-JAX suites' adapters are in `podracer.envs.suites`;
+Gymnasium environment, and `pettingzoo_env` a PettingZoo parallel environment's
+several agents, in worker processes: `worker_pool` starts, steps and ends them,
+`worker_env` (and, for PettingZoo, `pettingzoo_worker`) is what runs inside.
+The pure-JAX suites' adapters are in `podracer.envs.suites`;
 `podracer.envs.env_registry.SUITES` names both.
 """

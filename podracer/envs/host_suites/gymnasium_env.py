@@ -25,7 +25,7 @@ Autoreset (`autoreset_mode`, Gymnasium's `metadata["autoreset_mode"]`):
   the new first observation there and the final one in `info["final_obs"]`.
   We put the final observation in the LAST timestep; the new first
   observation is kept in the worker, and the next step returns it as FIRST
-  without touching the environment (`gymnasium_worker.SkipStepAfterAutoreset`):
+  without touching the environment (`worker_env.SkipStepAfterAutoreset`):
   the vector environment steps every sub-environment every time, and buffering
   it here would let the ignored action move the new episode on unseen.
   Both modes give the same timesteps (tested); next_step has no wrapper.
@@ -33,13 +33,13 @@ Autoreset (`autoreset_mode`, Gymnasium's `metadata["autoreset_mode"]`):
   `reset`, an extra round trip to every worker, and the step after it would
   still feed the FIRST step's action to the new episode.
 
-The worker processes are `gymnasium_pool`'s: how they start (never by
-"fork"), why they do not import the main script again, and how a worker that
-raises, dies or hangs is reported and ended.
+The worker processes are `worker_pool`'s, which PettingZoo's environments
+share: how they start (never by "fork"), why they do not import the main
+script again, and how a worker that raises, dies or hangs is reported and ended.
 """
 
 import difflib
-from collections.abc import Callable
+import functools
 from typing import Any
 
 import gymnasium
@@ -48,11 +48,8 @@ from gymnasium.vector import AutoresetMode
 
 from podracer.envs import spaces
 from podracer.envs.host import HostEnvironment, check_num_envs, import_if_present
-from podracer.envs.host_suites import gymnasium_pool
+from podracer.envs.host_suites import worker_pool
 from podracer.envs.timestep import TimeStep, from_flags
-
-DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
-"""How long `reset` and `step` wait for a worker before calling it hung: far beyond any sane step."""
 
 AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
 
@@ -83,7 +80,8 @@ class GymnasiumEnvironment(HostEnvironment):
         *,
         autoreset_mode: str | AutoresetMode = "next_step",
         context: str | None = None,
-        step_timeout_seconds: float = DEFAULT_STEP_TIMEOUT_SECONDS,
+        step_timeout_seconds: float = worker_pool.DEFAULT_STEP_TIMEOUT_SECONDS,
+        vectorization_mode: str = "async",
         **make_kwargs: Any,
     ):
         """Starts `num_envs` workers, each making `task` with `gymnasium.make(..., **make_kwargs)`.
@@ -91,7 +89,8 @@ class GymnasiumEnvironment(HostEnvironment):
         `autoreset_mode` is "next_step" or "same_step" (module docstring);
         `context` the start method, "forkserver" or "spawn" (default: forkserver
         where available); `step_timeout_seconds` how long `reset` and `step`
-        wait for a worker before raising.
+        wait for a worker before raising; `vectorization_mode` "sync" steps the
+        environments in the calling thread instead of workers (`worker_pool`).
         """
         spec = _find_spec(task)
         if spec is None:
@@ -100,27 +99,27 @@ class GymnasiumEnvironment(HostEnvironment):
             raise ValueError(f"Unknown Gymnasium id {task!r}; {hint}`gymnasium.pprint_registry()` lists them.")
         self.name: str = task
         self.num_envs: int = check_num_envs(num_envs)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"seed must be an integer, got {seed!r}.")
-        timeout = step_timeout_seconds
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-            raise ValueError(f"step_timeout_seconds must be a positive number, got {step_timeout_seconds!r}.")
-        self._seed, self._timeout = int(seed), float(step_timeout_seconds)
-        mode = _autoreset_mode(autoreset_mode)
-        vec = gymnasium_pool.start(task, spec, make_kwargs, self.num_envs, mode, context)
-        self.autoreset_mode = AutoresetMode(vec.metadata["autoreset_mode"])  # What the workers do.
+        pool = worker_pool.WorkerPool(
+            f"Gymnasium environment {task!r}",
+            functools.partial(gymnasium.make, spec),
+            make_kwargs,
+            self.num_envs,
+            seed,
+            autoreset_mode=_autoreset_mode(autoreset_mode),
+            context=context,
+            step_timeout_seconds=step_timeout_seconds,
+            vectorization_mode=vectorization_mode,
+        )
+        self.autoreset_mode = pool.autoreset_mode
         try:
-            self._observation_spec = spaces.array_spec(vec.single_observation_space, "observation")
-            self._action_spec = spaces.action_spec(vec.single_action_space)
+            self._observation_spec = spaces.array_spec(pool.vec.single_observation_space, "observation")
+            self._action_spec = spaces.action_spec(pool.vec.single_action_space)
         except ValueError:
-            vec.close()
+            pool.close()
             raise
-        self._action_dtype = np.dtype(vec.single_action_space.dtype)
-        self._vec = vec
+        self._action_dtype = np.dtype(pool.vec.single_action_space.dtype)
+        self._pool = pool
         self._done = np.zeros(self.num_envs, bool)  # These ended an episode on the last step: next is FIRST.
-        self._started = False
-        self._closed = False
-        self._failure: str | None = None
 
     def observation_spec(self) -> Any:
         """One environment's observation (no batch axis): a `BoundedArray`, or a dict of them."""
@@ -132,22 +131,14 @@ class GymnasiumEnvironment(HostEnvironment):
 
     def reset(self) -> TimeStep:
         """Starts a new episode in every environment: a FIRST timestep."""
-        self._check_usable()
-        seed = None if self._started else self._seed
-        observation, _ = self._exchange("reset", lambda: self._vec.reset_async(seed=seed), self._vec.reset_wait)
-        self._started = True
+        observation, _ = self._pool.reset()
         self._done = np.zeros(self.num_envs, bool)
         return from_flags(observation, 0.0, False, False, np.ones(self.num_envs, bool), xp=np)
 
     def step(self, action: Any) -> TimeStep:
         """Steps every environment with `action` (`[B]` ids or `[B, *shape]` floats); LAST ones start anew."""
-        self._check_usable()
-        if not self._started:
-            raise RuntimeError("Call reset() before step().")
         action = spaces.check_actions(action, self._action_spec, self.num_envs).astype(self._action_dtype, copy=False)
-        observation, reward, terminated, truncated, info = self._exchange(
-            "step", lambda: self._vec.step_async(action), self._vec.step_wait
-        )
+        observation, reward, terminated, truncated, info = self._pool.step(action)
         first, self._done = self._done, terminated | truncated
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             for index in np.flatnonzero(self._done):  # The observation returned is the next episode's first.
@@ -156,32 +147,11 @@ class GymnasiumEnvironment(HostEnvironment):
 
     def close(self) -> None:
         """Closes every environment and ends the worker processes; further calls do nothing."""
-        if self._closed:  # Closed before, or terminated after a failure.
-            return
-        self._closed = True
-        gymnasium_pool.close(self._vec)
+        self._pool.close()
 
     def __repr__(self) -> str:
         mode = self.autoreset_mode.name.lower()
         return f"GymnasiumEnvironment({self.name!r}, num_envs={self.num_envs}, autoreset_mode={mode!r})"
-
-    def _check_usable(self) -> None:
-        if self._failure is not None:
-            raise RuntimeError(f"This GymnasiumEnvironment failed and was closed: {self._failure}")
-        if self._closed:
-            raise RuntimeError("This GymnasiumEnvironment is closed.")
-
-    def _exchange(self, call: str, send: Callable[[], None], receive: Callable[..., Any]) -> Any:
-        """`send()` to the workers and `receive(timeout=...)` their answer; on any failure, terminate and raise."""
-        try:
-            send()
-            return receive(timeout=self._timeout)
-        except Exception as error:
-            where = f"Gymnasium environment {self.name!r}"
-            self._failure = gymnasium_pool.diagnose(self._vec, where, call, error, self._timeout)
-            self._closed = True
-            gymnasium_pool.terminate(self._vec)
-            raise RuntimeError(self._failure) from error
 
 
 def _find_spec(task: Any) -> gymnasium.envs.registration.EnvSpec | None:

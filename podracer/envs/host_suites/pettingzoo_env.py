@@ -31,11 +31,16 @@ naming `env.name` otherwise).
   next step resets that environment, ignores its actions and is FIRST (reward
   0, discount 1), as every host environment of podracer (`podracer.envs.host`).
 
-The environments are stepped one after another in the calling thread, an
-actor thread: MPE's step costs about 0.2 ms for three agents, so a thread's
-batch of 16 takes about 3 ms.
+The environments step in worker processes, one each, `worker_pool`'s, which
+Gymnasium's environments share: each worker holds one `parallel_env` as a
+Gymnasium environment (`pettingzoo_worker.StackedAgents`), so PettingZoo's
+Python steps run beside the actor threads rather than holding their GIL. As
+Gymnasium's, workers start by "forkserver" or "spawn" (`context`), and a
+worker that raises, dies or gives no answer within `step_timeout_seconds`
+ends every worker with a `RuntimeError` naming the environment.
 """
 
+import functools
 import pkgutil
 import re
 from importlib.util import find_spec
@@ -43,17 +48,17 @@ from typing import Any
 
 import numpy as np
 from dm_env import specs
+from gymnasium.vector import AutoresetMode
 
 from podracer.config.errors import ConfigError
 from podracer.envs import multi_agent, spaces
 from podracer.envs.actions import ACTION_MASK, GLOBAL_STATE
 from podracer.envs.host import HostEnvironment, check_num_envs, import_if_present
+from podracer.envs.host_suites import pettingzoo_worker, worker_pool
 from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import TimeStep
 
 __all__ = ["PettingZooEnvironment", "is_task", "make", "task_names"]
-
-MASKED = ("observation", "action_mask")  # The keys of an observation that carries its legal actions.
 
 
 def is_task(task: str) -> bool:
@@ -79,39 +84,46 @@ def make(task: str, num_envs: int, seed: int, **kwargs: Any) -> "PettingZooEnvir
 class PettingZooEnvironment(multi_agent.MultiAgent, HostEnvironment):
     """A batch of PettingZoo parallel environments of homogeneous agents as a `HostEnvironment`: numpy `[B, N, ...]`."""
 
-    def __init__(self, task: str, num_envs: int, seed: int, **kwargs: Any):
-        """Builds `num_envs` environments with `task`'s `parallel_env(**kwargs)`; reads their specs, steps nothing."""
+    def __init__(
+        self,
+        task: str,
+        num_envs: int,
+        seed: int,
+        *,
+        context: str | None = None,
+        step_timeout_seconds: float = worker_pool.DEFAULT_STEP_TIMEOUT_SECONDS,
+        vectorization_mode: str = "async",
+        **kwargs: Any,
+    ):
+        """Reads the specs from one `parallel_env(**kwargs)` of `task`, then starts `num_envs` workers making theirs.
+
+        `context` is the workers' start method, "forkserver" or "spawn"
+        (default: forkserver where available); `step_timeout_seconds` how long
+        `reset` and `step` wait for a worker before raising; `vectorization_mode`
+        "sync" steps the environments in the calling thread instead of workers
+        (`worker_pool`).
+        """
         if not is_task(task):
             raise ValueError(f"{task!r} is not an importable module with a PettingZoo parallel_env")
         self.name: str = task
         self.num_envs: int = check_num_envs(num_envs)
-        self._seed = int(seed)
-        parallel_env = import_if_present(task).parallel_env
-        self._envs = [parallel_env(**kwargs) for _ in range(self.num_envs)]
-        env = self._envs[0]
-        self.agents: list = list(env.possible_agents)
-        observation_space, action_space = homogeneous_spaces(task, env)
-        self._masked = type(observation_space).__name__ == "Dict" and set(observation_space.spaces) == set(MASKED)
-        local = spaces.array_spec(observation_space[MASKED[0]] if self._masked else observation_space, LOCAL)
-        self._action_spec = spaces.action_spec(action_space)
-        self._action_dtype = np.dtype(action_space.dtype)
-        self._has_state = hasattr(env, "state_space")
-        n, b = self.num_agents, self.num_envs
-        self._observation_spec = {LOCAL: local.replace(shape=(n, *local.shape))}
-        self._local = np.zeros((b, n, *local.shape), local.dtype)
-        if self._has_state:
-            self._observation_spec[GLOBAL_STATE] = spaces.array_spec(env.state_space, GLOBAL_STATE)
-            self._state = np.zeros((b, *env.state_space.shape), env.state_space.dtype)
-        else:
-            self._observation_spec[GLOBAL_STATE] = specs.Array(
-                (n * int(np.prod(local.shape)),), local.dtype, GLOBAL_STATE
-            )
-        if self._masked:
-            self._observation_spec[ACTION_MASK] = specs.Array((n, self._action_spec.num_values), bool, ACTION_MASK)
-            self._mask = np.zeros((b, n, self._action_spec.num_values), bool)
-        self._agent_terminated = np.zeros((b, n), bool)  # Sticky until the episode ends.
-        self._done = np.zeros(b, bool)  # These ended an episode on the last step: next is FIRST.
-        self._started = False
+        env = import_if_present(task).parallel_env(**kwargs)
+        try:
+            self._read_specs(task, env)
+        finally:
+            env.close()
+        self._pool = worker_pool.WorkerPool(
+            f"PettingZoo environment {task!r}",
+            functools.partial(pettingzoo_worker.make, task),
+            kwargs,
+            self.num_envs,
+            seed,
+            autoreset_mode=AutoresetMode.NEXT_STEP,
+            context=context,
+            step_timeout_seconds=step_timeout_seconds,
+            vectorization_mode=vectorization_mode,
+        )
+        self._done = np.zeros(self.num_envs, bool)  # These ended an episode on the last step: next is FIRST.
 
     @property
     def num_agents(self) -> int:
@@ -127,68 +139,54 @@ class PettingZooEnvironment(multi_agent.MultiAgent, HostEnvironment):
 
     def reset(self) -> TimeStep:
         """Starts a new episode in every environment: a FIRST timestep."""
-        for index in range(self.num_envs):
-            self._restart(index, None if self._started else self._seed + index)
-        self._started = True
-        self._done[:] = False
-        zeros = np.zeros((self.num_envs, self.num_agents))
-        return self._timestep(zeros, np.zeros(self.num_envs, bool), np.ones(self.num_envs, bool))
+        row, _ = self._pool.reset()
+        self._done = np.zeros(self.num_envs, bool)
+        no = np.zeros(self.num_envs, bool)
+        return self._timestep(row, no, no, np.ones(self.num_envs, bool))
 
     def step(self, action: Any) -> TimeStep:
         """Steps every environment with its agents' actions `[B, N, ...]`; those whose last step was LAST start anew."""
-        if not self._started:
-            raise RuntimeError("Call reset() before step().")
-        action = self._check(action)
-        first, ended = self._done.copy(), np.zeros(self.num_envs, bool)
-        reward = np.zeros((self.num_envs, self.num_agents))
-        for index, env in enumerate(self._envs):
-            if first[index]:
-                self._restart(index, None)
-                continue
-            live = {agent: action[index, j] for j, agent in enumerate(self.agents) if agent in env.agents}
-            observations, rewards, terminations, _, _ = env.step(live)
-            self._observe(index, observations)
-            reward[index] = [rewards.get(agent, 0.0) for agent in self.agents]
-            self._agent_terminated[index] |= [terminations.get(agent, False) for agent in self.agents]
-            ended[index] = not env.agents
-        self._done = ended
-        return self._timestep(reward, ended, first)
+        row, _, terminated, truncated, _ = self._pool.step(self._check(action))
+        first, self._done = self._done, terminated | truncated
+        return self._timestep(row, terminated, truncated, first)
 
     def close(self) -> None:
-        """Closes every environment."""
-        for env in self._envs:
-            env.close()
+        """Closes every environment and ends the worker processes; further calls do nothing."""
+        self._pool.close()
 
     def __repr__(self) -> str:
         return f"PettingZooEnvironment({self.name!r}, num_envs={self.num_envs}, num_agents={self.num_agents})"
 
-    def _restart(self, index: int, seed: int | None) -> None:
-        observations, _ = self._envs[index].reset(seed=seed)
-        self._agent_terminated[index] = False
-        self._observe(index, observations)
-
-    def _observe(self, index: int, observations: dict) -> None:
-        """Writes environment `index`'s agents' observations (and the state) into the batch's buffers."""
-        for j, agent in enumerate(self.agents):
-            if agent in observations:
-                observation = observations[agent]
-                self._local[index, j] = observation[MASKED[0]] if self._masked else observation
-                if self._masked:
-                    self._mask[index, j] = observation[MASKED[1]]
-        if self._has_state:
-            self._state[index] = self._envs[index].state()
-
-    def _timestep(self, reward: np.ndarray, ended: np.ndarray, first: np.ndarray) -> TimeStep:
-        """The batch's timestep from the buffers (copied: the next step writes them again)."""
-        observation = {LOCAL: self._local.copy()}
-        observation[GLOBAL_STATE] = (
-            self._state.copy() if self._has_state else observation[LOCAL].reshape(self.num_envs, -1)
+    def _read_specs(self, task: str, env: Any) -> None:
+        """The agents, and one environment's observation and action specs, from `env`'s spaces."""
+        self.agents: list = list(env.possible_agents)
+        observation_space, action_space = homogeneous_spaces(task, env)
+        masked = pettingzoo_worker.is_masked(observation_space)
+        local = spaces.array_spec(
+            observation_space[pettingzoo_worker.MASKED[0]] if masked else observation_space, LOCAL
         )
-        if self._masked:
-            observation[ACTION_MASK] = self._mask.copy()
-        terminated = ended & self._agent_terminated.all(axis=1)
-        truncated = ended & ~terminated
-        return multi_agent.transition(observation, reward, self._agent_terminated, terminated, truncated, first, xp=np)
+        self._action_spec = spaces.action_spec(action_space)
+        self._action_dtype = np.dtype(action_space.dtype)
+        n = self.num_agents
+        self._observation_spec = {LOCAL: local.replace(shape=(n, *local.shape))}
+        if hasattr(env, "state_space"):
+            self._observation_spec[GLOBAL_STATE] = spaces.array_spec(env.state_space, GLOBAL_STATE)
+        else:
+            self._observation_spec[GLOBAL_STATE] = specs.Array(
+                (n * int(np.prod(local.shape)),), local.dtype, GLOBAL_STATE
+            )
+        if masked:
+            self._observation_spec[ACTION_MASK] = specs.Array((n, self._action_spec.num_values), bool, ACTION_MASK)
+
+    def _timestep(self, row: dict, terminated: np.ndarray, truncated: np.ndarray, first: np.ndarray) -> TimeStep:
+        """The batch's timestep from the workers' rows (`pettingzoo_worker.StackedAgents`'s observations)."""
+        local = row[pettingzoo_worker.LOCAL]
+        observation = {LOCAL: local}
+        observation[GLOBAL_STATE] = row.get(pettingzoo_worker.STATE, local.reshape(self.num_envs, -1))
+        if ACTION_MASK in self._observation_spec:
+            observation[ACTION_MASK] = row[pettingzoo_worker.ACTION_MASK].astype(bool)
+        reward, agent_terminated = row[pettingzoo_worker.REWARD], row[pettingzoo_worker.AGENT_TERMINATED].astype(bool)
+        return multi_agent.transition(observation, reward, agent_terminated, terminated, truncated, first, xp=np)
 
     def _check(self, action: Any) -> np.ndarray:
         """`action` `[B, N, ...]` checked as `spaces.check_actions` checks one agent's, in the space's dtype."""

@@ -1,16 +1,19 @@
-"""What runs inside the worker processes `gymnasium_pool` starts: the environment factory and its two wrappers.
+"""What runs inside the worker processes `worker_pool` starts: the environment factory and its two wrappers.
 
-`make_env` is what `gymnasium.vector.AsyncVectorEnv` calls in each worker.
-This module is sent to the workers by value (`cloudpickle.register_pickle_by_value`
-below), so a worker imports Gymnasium and numpy but never podracer, which
-would also import JAX, flax and optax: a second or two and about a hundred MB
-for every worker. Keep it free of podracer imports.
+`make_env` is what `gymnasium.vector.AsyncVectorEnv` calls in each worker,
+whatever the suite: it calls the suite's own factory (`gymnasium.make`, or
+`pettingzoo_worker.make`) and wraps what it makes. This module is sent to the
+workers by value (`cloudpickle.register_pickle_by_value` below), so a worker
+imports Gymnasium and numpy but never podracer, which would also import JAX,
+flax and optax: a second or two and about a hundred MB for every worker. Keep
+it free of podracer imports.
 """
 
 import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
@@ -18,21 +21,24 @@ import gymnasium
 
 
 def make_env(
-    spec: gymnasium.envs.registration.EnvSpec, kwargs: dict[str, Any], same_step: bool, main_pid: int
+    make: Callable[..., gymnasium.Env], kwargs: dict[str, Any], same_step: bool, main_pid: int
 ) -> gymnasium.Env:
-    """`gymnasium.make(spec, **kwargs)`, reporting errors picklably, and skipping the step after a SAME_STEP reset.
+    """`make(**kwargs)`, skipping the step after a SAME_STEP reset, and in a worker reporting errors picklably.
 
-    Taking the `EnvSpec` rather than its id makes ids registered only in the
-    main process (in a test module, a notebook) work here: the spec carries
-    its entry point, pickled with it. In a worker (any process but `main_pid`,
-    where the vector environment makes one copy to read the spaces) SIGINT is
-    ignored: Ctrl-C in a terminal reaches every process of the group, and the
-    main process, which Sebulba stops cleanly on it, closes the workers itself.
+    `make` travels pickled, with what it holds: a Gymnasium `EnvSpec`, say,
+    whose entry point comes with it, so that ids registered only in the main
+    process (in a test module, a notebook) work here. In a worker (any process
+    but `main_pid`, where the vector environment makes one copy to read the
+    spaces, or all of them in "sync" mode) SIGINT is ignored: Ctrl-C in a
+    terminal reaches every process of the group, and the main process, which
+    Sebulba stops cleanly on it, closes the workers itself.
     """
-    if os.getpid() != main_pid:
+    in_worker = os.getpid() != main_pid
+    if in_worker:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    env = gymnasium.make(spec, **kwargs)
-    return ReportErrors(SkipStepAfterAutoreset(env) if same_step else env)
+    env = make(**kwargs)
+    env = SkipStepAfterAutoreset(env) if same_step else env
+    return ReportErrors(env) if in_worker else env
 
 
 class ReportErrors(gymnasium.Wrapper):
