@@ -22,6 +22,11 @@ SMALL = {"envs_per_thread": 4, "unroll_length": 16, "total_steps": 2 * 4 * 16 * 
 # The learning tests': 80 updates of 2 actor threads x 8 environments x 16 steps (20,480 steps), discounted by 0.9.
 LEARNING = {"envs_per_thread": 8, "unroll_length": 16, "total_steps": 2 * 8 * 16 * 80, "log_every_updates": 10}
 LEARNING |= {"agent.gamma": 0.9}
+# Both step in the actor threads: the same timesteps as in worker processes (tests/envs/test_worker_pool.py), without
+# 16 processes on a 2-core machine, where they made these tests about twice as slow.
+IN_THREAD = {"env.kwargs.vectorization_mode": "sync"}
+SMALL |= IN_THREAD
+LEARNING |= IN_THREAD
 
 
 @pytest.mark.slow  # About 8 s: compiling MAPPO's update, then four updates.
