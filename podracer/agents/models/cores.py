@@ -1,12 +1,14 @@
-"""Recurrent cores: flax's LSTM and GRU cells, scanned over time, starting afresh where an episode starts.
+"""Recurrent cores: an LSTM or a GRU over a sequence, starting afresh where an episode starts.
 
 A core sits between a network's torso and its heads, as the LSTM does in the
 deep agent of IMPALA (Espeholt et al. 2018, Figure 3). `network.core` picks
 it: "none" (a feed-forward network), "lstm" (flax's `OptimizedLSTMCell`, the
 state a pair `(c, h)`) or "gru" (flax's `GRUCell`, the state `h`), each of
-`network.core_size` units. The state starts at zeros, flax's default.
+`network.core_size` units. The state starts at zeros, flax's default. The
+cells are `fused_cells`': flax's parameters and arithmetic, the input products
+of the whole sequence taken before the loop.
 
-`Core` runs a cell over a sequence with `nn.scan`, as PureJaxRL's
+`Core` runs a cell over a sequence with `lax.scan`, as PureJaxRL's
 `ppo_rnn.py` does: before each step, the state of every environment whose
 timestep is FIRST is replaced by the initial state (`reset_at_first`). Acting
 is that same scan over a sequence of one step, so acting and learning reset
@@ -20,23 +22,17 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from podracer.agents.models.fused_cells import CELLS, FLAX_SCOPES
+
 CORES = ("none", "lstm", "gru")
-
-
-def make_cell(core: str, size: int) -> nn.RNNCellBase:
-    """The flax cell `core` names, of `size` units."""
-    if core == "lstm":
-        return nn.OptimizedLSTMCell(size)
-    if core == "gru":
-        return nn.GRUCell(size)
-    raise ValueError(f"Unknown recurrent core {core!r}; choose one of {CORES[1:]}.")
 
 
 def initial_state(core: str, size: int, batch_size: int) -> Any:
     """The state of `batch_size` environments before their first step, leaves `[batch_size, size]`; `()` for "none"."""
-    if core == "none":
-        return ()
-    return make_cell(core, size).initialize_carry(jax.random.key(0), (batch_size, size))
+    if core not in CORES:
+        raise ValueError(f"Unknown recurrent core {core!r}; choose one of {CORES}.")
+    zeros = jnp.zeros((batch_size, size))
+    return {"none": (), "lstm": (zeros, zeros), "gru": zeros}[core]
 
 
 def reset_at_first(state: Any, fresh: Any, first: chex.Array) -> Any:
@@ -59,10 +55,10 @@ class Core(nn.Module):
         chex.assert_rank([features, first], [3, 2])
         chex.assert_equal_shape_prefix([features, first], 2)
         fresh = initial_state(self.core, self.size, features.shape[1])
+        products, step = CELLS[self.core](self.size, name=FLAX_SCOPES[self.core])(features)
 
-        def step(cell: nn.Module, carry: Any, inputs: tuple) -> tuple[Any, jnp.ndarray]:
-            step_features, step_first = inputs
-            return cell(reset_at_first(carry, fresh, step_first), step_features)
+        def reset_and_step(carry: Any, inputs: tuple) -> tuple[Any, jnp.ndarray]:
+            step_products, step_first = inputs
+            return step(reset_at_first(carry, fresh, step_first), step_products)
 
-        scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0)
-        return scan(make_cell(self.core, self.size), state, (features, first))
+        return jax.lax.scan(reset_and_step, state, (products, first))
