@@ -10,8 +10,12 @@ import jax
 import numpy as np
 import pytest
 
+import podracer
+from podracer.anakin import anakin_settings
 from podracer.envs import FIRST, LAST, AutoReset, CartPole, make, wrap_for_training
+from podracer.envs.env_registry import EXPENSIVE_RESET_FRACTION
 from podracer.envs.wrappers import Batched, resets_per_step
+from podracer.run.checkpoints import refuse_incompatible
 
 NUM_ENVS, NUM_STEPS = 16, 300
 SMALL = 1 / 8  # K = 2 of 16: random CartPole play has steps with one end, and steps with more than two.
@@ -133,3 +137,38 @@ def test_resets_per_step():
 def test_a_fraction_outside_zero_to_one_is_refused(fraction):
     with pytest.raises(ValueError, match="reset_fraction must be in"):
         AutoReset(CartPole(), fraction)
+
+
+@pytest.mark.parametrize(
+    "name,default",
+    [
+        ("catch", 1.0),
+        ("lpg_delayed_chain", 1.0),
+        ("lpg_tabular", EXPENSIVE_RESET_FRACTION),
+        ("lpg_random_grid", EXPENSIVE_RESET_FRACTION),
+        ("gymnax:CartPole-v1", 1.0),
+        ("craftax:Craftax-Classic-Symbolic-v1", EXPENSIVE_RESET_FRACTION),
+        ("xminigrid:MiniGrid-Empty-8x8", EXPENSIVE_RESET_FRACTION),
+        ("navix:Navix-Empty-8x8-v0", EXPENSIVE_RESET_FRACTION),
+        ("jumanji:Snake-v1", EXPENSIVE_RESET_FRACTION),
+    ],
+)
+def test_env_reset_fraction_zero_takes_the_environments_default_and_a_set_one_wins(name, default):
+    config = podracer.defaults("actor_critic", "anakin")
+    config.env.name = name
+    assert config.env.reset_fraction == 0.0 and anakin_settings.reset_fraction(config) == default
+    config.env.reset_fraction = 0.25
+    assert anakin_settings.reset_fraction(config) == 0.25
+
+
+def test_a_checkpoint_resumes_under_another_reset_fraction_or_from_before_the_field():
+    """It changes what resets cost, not what the run does; the environment's name still may not change."""
+    config = podracer.defaults("actor_critic", "anakin")
+    saved = config.to_dict()
+    config.env.reset_fraction = 0.5
+    refuse_incompatible(saved, config, "here")
+    del saved["env"]["reset_fraction"]
+    refuse_incompatible(saved, config, "here")
+    config.env.name = "cartpole"
+    with pytest.raises(podracer.ConfigError, match="env.name"):
+        refuse_incompatible(saved, config, "here")
