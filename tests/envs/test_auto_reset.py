@@ -1,7 +1,7 @@
 """AutoReset around a batch with a reset fraction: resetting only the few that end changes cost, never results.
 
-The reference is today's rule written for one environment and vmapped over the batch (`batched=False`), which
-resets every environment from its own key whatever the others do.
+The references are whole-batch resets (fraction 1, the rule before fractions) and the rule for one environment
+vmapped over the batch (`batched=False`), which resets every environment from its own key whatever the others do.
 """
 
 import dataclasses
@@ -18,7 +18,7 @@ from podracer.envs.wrappers import Batched, resets_per_step
 from podracer.run.checkpoints import refuse_incompatible
 
 NUM_ENVS, NUM_STEPS = 16, 300
-SMALL = 1 / 8  # K = 2 of 16: random CartPole play has steps with one end, and steps with more than two.
+SMALL = 1 / 8  # K = 2 of 16: random play has steps with one end (padded), and steps with more than two.
 
 
 def rollout(env, keys, actions):
