@@ -209,7 +209,7 @@ def _description(
         "observation_spec": _spec_json(observation_spec),
         "action_spec": _spec_json(action_spec, bounds=True),
         "platforms": list(platforms),
-        "env": trained.config.env.to_dict(),
+        "env": {"name": trained.config.env.name, "kwargs": trained.config.env.kwargs.to_dict()},  # What it plays.
         "agent": trained.config.agent.name,
         "architecture": trained.config.architecture,
         "checkpoint_step": trained.step,

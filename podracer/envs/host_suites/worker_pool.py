@@ -38,10 +38,10 @@ Workers ignore SIGINT: Ctrl-C in a terminal reaches every process of the
 group, and it is for the main process to stop (Sebulba stops cleanly) and to
 close the workers. A worker that fails never leaves the caller waiting: an
 exception in the environment comes back as a `RuntimeError` naming the
-environment and the original error with its traceback (`_diagnose`); a worker
+environment and the original error with its traceback (`worker_failures`); a worker
 process that dies (killed, `os._exit`) closes its pipe, which ends the wait at
 once; a worker that hangs is given up after `step_timeout_seconds`. After any
-of these every worker is terminated (`_terminate`), and the pool refuses
+of these every worker is terminated (`worker_failures.terminate`), and the pool refuses
 further calls. In "sync" mode an environment's exception is raised in the
 calling thread the same way; nothing can time a hung step out there (Sebulba's
 `stall_timeout_seconds` ends such a run, naming the actor thread).
@@ -50,9 +50,7 @@ calling thread the same way; nothing can time a hung step out there (Sebulba's
 import contextlib
 import functools
 import multiprocessing
-import multiprocessing.connection
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -61,7 +59,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from podracer.envs.host_suites import worker_env
+from podracer.envs.host_suites import worker_env, worker_failures
 
 START_METHODS = ("forkserver", "spawn")
 VECTORIZATION_MODES = ("async", "sync")  # Worker processes, or the calling thread.
@@ -137,7 +135,7 @@ class WorkerPool:
             return
         self._closed = True
         if isinstance(self.vec, AsyncVectorEnv):
-            _close(self.vec)
+            worker_failures.close(self.vec)
         else:
             self.vec.close()
 
@@ -159,8 +157,8 @@ class WorkerPool:
         except Exception as error:
             self._closed = True
             if isinstance(vec, AsyncVectorEnv):
-                self._failure = _diagnose(vec, self.where, call, error, self._timeout)
-                _terminate(vec)
+                self._failure = worker_failures.diagnose(vec, self.where, call, error, self._timeout)
+                worker_failures.terminate(vec)
             else:
                 self._failure = f"{self.where}: an environment raised in {call}: {type(error).__name__}: {error}"
                 with contextlib.suppress(Exception):  # Its own failure is the one to report.
@@ -257,61 +255,3 @@ def _start_method(context: str | None) -> str:
             "with threads can deadlock the child."
         )
     return context
-
-
-def _diagnose(vec: AsyncVectorEnv, where: str, call: str, error: Exception, timeout: float) -> str:
-    """What went wrong in `call`, and in which environments (environment i runs in worker i), for a message.
-
-    `where` names the environment; `timeout` is how long `call` waited, in seconds.
-    """
-    pipes, processes, num_envs = vec.parent_pipes, vec.processes, vec.num_envs
-    raised = [i for i, pipe in enumerate(pipes) if pipe is None]  # Gymnasium drops the pipes of those that raised.
-    if raised:
-        return f"{where}: environment {_listed(raised)} of {num_envs} raised in {call}: {error}"
-    if isinstance(error, multiprocessing.TimeoutError):
-        silent = [i for i, pipe in enumerate(pipes) if not pipe.poll()]
-        return (
-            f"{where}: environment {_listed(silent)} of {num_envs} gave no answer to {call} within "
-            f"{timeout:g} s (step_timeout_seconds): hung, or slower than the timeout allows."
-        )
-    multiprocessing.connection.wait([p.sentinel for p in processes], timeout=1.0)  # Let a dying worker exit.
-    dead = [f"{i} ({_exit_reason(p.exitcode)})" for i, p in enumerate(processes) if p.exitcode is not None]
-    if dead:
-        return f"{where}: the worker process of environment {', '.join(dead)} of {num_envs} died in {call}."
-    return f"{where}: {call} failed: {type(error).__name__}: {error}"
-
-
-def _close(vec: AsyncVectorEnv) -> None:
-    """Closes every environment of `vec` and ends its workers; terminates them if one died since the last call."""
-    try:
-        vec.close()  # Each worker closes its environment and exits.
-    except (EOFError, OSError):  # A worker died since the last step.
-        _terminate(vec)
-
-
-def _terminate(vec: AsyncVectorEnv) -> None:
-    """Ends every worker of `vec` without waiting for its answer, and releases the pipes.
-
-    `vec.close` would first wait for the pending call, which fails again (or
-    hangs) for a dead or hung worker, so this does its job from the outside.
-    """
-    for process in vec.processes:
-        if process.is_alive():
-            process.terminate()
-    for process in vec.processes:
-        process.join(timeout=5.0)
-        if process.is_alive():  # Ignored SIGTERM.
-            process.kill()
-            process.join()
-    for pipe in vec.parent_pipes:
-        if pipe is not None:
-            pipe.close()
-    vec.closed = True
-
-
-def _listed(indices: list[int]) -> str:
-    return ", ".join(map(str, indices))
-
-
-def _exit_reason(exitcode: int) -> str:
-    return f"killed by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"exit code {exitcode}"
