@@ -95,8 +95,9 @@ def measure(config, dispatches: int, hlo_path: str | None) -> dict:
     }
     run = program.run(compiled)
     seconds = []
+    print(f"  compiled in {compile_s:.1f} s", flush=True)
     for index in range(dispatches):
-        print(f"  compiled in {compile_s:.1f} s, dispatch {index + 1}", flush=True)
+        print(f"  dispatch {index + 1}", flush=True)
         start = time.perf_counter()
         run.state, outputs = run.dispatch(run.state, np.int32(1))
         jax.block_until_ready(outputs)
