@@ -5,6 +5,7 @@
 # is a run's own summary ("done: ..."), after its settings; the meta-training rows add their records' steps/s.
 #
 #   scripts/gpu_rows.sh [python] [ROW ...]   # from the repository root; ROWs among: catch cartpole craftax pong meta
+#                                            # meta_compile (not by default: at most 9 minutes)
 #
 # Needs podracer's dependencies (the craftax extra for its row). The Pong row needs envpool, Pong's ROM and the
 # MyoSuite metadata envpool reads whenever it builds a task: without envpool's asset packages (about 600 MB), point
@@ -72,6 +73,14 @@ for row in $ROWS; do
                 --config.meta.environments="$agents" --config.meta.hidden_size=$hidden --config.meta.updates=12 \
                 --config.meta.updates_per_dispatch=2 --config.checkpoint.every_updates=0
         done ;;
-    *) echo "unknown row $row (catch cartpole craftax pong meta)" >&2; exit 2 ;;
+    meta_compile) # Where the first dispatch at 1,024 agents spends its time: lowering, XLA's compile, the first
+        # dispatch (every lifetime starts in it) and the next, at 16 then 1,024 agents (scripts/meta_compile_cost.py),
+        # with XLA's autotuning of GEMMs, then without it: compile_s falling with autotune_level=0 convicts autotuning.
+        echo "== meta_compile"
+        timeout 300 "$PYTHON" -m scripts.meta_compile_cost --members 16 1024 --dispatches 2 2>&1 | grep -v "^W"
+        echo "== meta_compile, --xla_gpu_autotune_level=0"
+        XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0" timeout 240 "$PYTHON" -m scripts.meta_compile_cost \
+            --members 1024 --dispatches 1 2>&1 | grep -v "^W" ;;
+    *) echo "unknown row $row (catch cartpole craftax pong meta meta_compile)" >&2; exit 2 ;;
     esac
 done

@@ -70,6 +70,34 @@ def meta_train(config: ConfigDict, *, workdir: str | None = None, callbacks: Seq
 
 def build(config: ConfigDict) -> MetaRun:
     """The mesh, the families, the initial state and the compiled dispatch."""
+    program = uncompiled(config)
+    return program.run(program.lower().compile())
+
+
+@dataclasses.dataclass(frozen=True)
+class Uncompiled:
+    """A run before its dispatch is compiled: `build` is `run(lower().compile())`, and
+    `scripts/meta_compile_cost.py` times the lowering and XLA's compilation apart."""
+
+    settings: meta_members.Settings
+    families: tuple[meta_members.Family, ...]
+    init: Callable  # Jitted: key -> MetaState, placed on the mesh.
+    key: jax.Array
+    dispatch: Callable  # Jitted, not yet lowered: (state, updates) -> (state, outputs).
+    per_dispatch: int  # Meta-updates per dispatch.
+    steps_per_update: int
+
+    def lower(self) -> jax.stages.Lowered:
+        """The dispatch lowered (traced to StableHLO) for the initial state's shapes and shardings."""
+        return self.dispatch.lower(self.init.eval_shape(self.key), np.int32(self.per_dispatch))
+
+    def run(self, dispatch: Callable) -> MetaRun:
+        """The run at its initial state, dispatching with `dispatch` (this one's, compiled)."""
+        return MetaRun(self.settings, self.families, self.init(self.key), dispatch, self.steps_per_update)
+
+
+def uncompiled(config: ConfigDict) -> Uncompiled:
+    """The mesh, the families, the initial state's program and the dispatch's, nothing compiled yet."""
     devices = anakin_devices(config)
     families = meta_config.families(config, len(devices))  # Members a multiple of the devices, found before compiling.
     if distributed.is_chief():
@@ -80,14 +108,11 @@ def build(config: ConfigDict) -> MetaRun:
     agent_for = meta_config.rule_agent(config, run_settings)
     meta_optimizer = meta_config.meta_optimizer(config)
     init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)  # Only its init is used.
-    key = run_key(config)
-    abstract = init.eval_shape(key)
     per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)
     dispatch = program.make_dispatch(families, agent_for, meta_optimizer, run_settings, mesh, per_dispatch)
-    dispatch = dispatch.lower(abstract, np.int32(per_dispatch)).compile()
     members = sum(family.members for family in families)
     steps = run_settings.inner_updates * config.unroll_length * run_settings.envs_per_member * members
-    return MetaRun(run_settings, families, init(key), dispatch, steps)
+    return Uncompiled(run_settings, families, init, run_key(config), dispatch, per_dispatch, steps)
 
 
 def run_key(config: ConfigDict) -> jax.Array:
