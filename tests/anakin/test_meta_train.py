@@ -70,6 +70,7 @@ def test_the_meta_gradient_reaches_the_rule_through_the_inner_updates_alone(tmp_
     assert norms and np.all(np.isfinite(norms)) and min(norms) > 1e-6, norms
 
 
+@pytest.mark.slow  # About 25 s of CPU: four lowerings of the whole meta-training program.
 def test_the_meta_training_program_does_not_grow_with_the_members_or_k():
     """The population is vmapped and the K inner updates are a scan, so the lowered dispatch for 32 members, or for
     K = 6, has as many operations as for 8 members and K = 2, within 1% (JAX lowers a few random-number splits
