@@ -97,7 +97,8 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
 
     Once all of that has worked, says in one line when `total_steps` is not a whole number of updates.
     """
-    mesh = announced_mesh(config)
+    devices = anakin_devices(config)
+    mesh = device_mesh(devices)
     env = env or with_config_kwargs(config, envs.make, config.env.name)
     agents.registry.check_environment(config, env)  # Before anything compiles.
     training_env = envs.wrap_for_training(env, reset_fraction=anakin_settings.reset_fraction(config))
@@ -105,6 +106,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     make_agent = functools.partial(agents.make, num_updates=num_updates)
     agent = agent or make_agent(config)
     evaluation.check_agent(config, agent)  # Before anything compiles.
+    announce(config, devices)  # Once the config has passed every check: a refused one says only why.
     agent_for = population.member_agents(config, agent, make_agent)
     members, hyperparameters = population.size(config), population.hyperparameters(config)
 
@@ -208,12 +210,10 @@ def save_and_stop(
     run.updates_per_dispatch = shorter
 
 
-def announced_mesh(config: ConfigDict) -> Mesh:
-    """The mesh the run replicates over, which its first line announces (`device_split.replication_line`)."""
-    devices = anakin_devices(config)
+def announce(config: ConfigDict, devices: list[jax.Device]) -> None:
+    """The run's first line: the devices it replicates over (`device_split.replication_line`)."""
     if is_chief():
         print(replication_line(config, devices, count(config.num_envs // len(devices), "environment")), file=sys.stderr)
-    return device_mesh(devices)
 
 
 def make_record(step: int, metrics: dict, completed: Completed, members: int) -> dict:

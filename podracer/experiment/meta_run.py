@@ -100,13 +100,13 @@ def uncompiled(config: ConfigDict) -> Uncompiled:
     """The mesh, the families, the initial state's program and the dispatch's, nothing compiled yet."""
     devices = anakin_devices(config)
     families = meta_config.families(config, len(devices))  # Members a multiple of the devices, found before compiling.
-    if distributed.is_chief():
-        members = sum(family.members for family in families) // len(devices)
-        print(replication_line(config, devices, count(members, "member")), file=sys.stderr)
     mesh = device_mesh(devices)
     run_settings = meta_config.settings(config)
     agent_for = meta_config.rule_agent(config, run_settings)
     meta_optimizer = meta_config.meta_optimizer(config)
+    if distributed.is_chief():  # Once the config has passed every check: a refused one says only why.
+        members = sum(family.members for family in families) // len(devices)
+        print(replication_line(config, devices, count(members, "member")), file=sys.stderr)
     init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)  # Only its init is used.
     per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)
     dispatch = program.make_dispatch(families, agent_for, meta_optimizer, run_settings, mesh, per_dispatch)
