@@ -106,7 +106,6 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     make_agent = functools.partial(agents.make, num_updates=num_updates)
     agent = agent or make_agent(config)
     evaluation.check_agent(config, agent)  # Before anything compiles.
-    announce(config, devices)  # Once the config has passed every check: a refused one says only why.
     agent_for = population.member_agents(config, agent, make_agent)
     members, hyperparameters = population.size(config), population.hyperparameters(config)
 
@@ -136,6 +135,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     if evaluation.enabled(config):
         evaluate = make_evaluate(env, agent_for, config, mesh, abstract_state, hyperparameters, members)
     state = init(key, hyperparameters)
+    announce(config, devices)  # Once everything has compiled: a refused config says only why.
     if (note := anakin_settings.rounding_note(config)) and is_chief():
         print(note, file=sys.stderr)
     return AnakinRun(

@@ -104,13 +104,12 @@ def uncompiled(config: ConfigDict) -> Uncompiled:
     run_settings = meta_config.settings(config)
     agent_for = meta_config.rule_agent(config, run_settings)
     meta_optimizer = meta_config.meta_optimizer(config)
-    if distributed.is_chief():  # Once the config has passed every check: a refused one says only why.
-        members = sum(family.members for family in families) // len(devices)
-        print(replication_line(config, devices, count(members, "member")), file=sys.stderr)
     init = program.make_init(families, agent_for(None), meta_optimizer, run_settings, mesh)  # Only its init is used.
     per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)
     dispatch = program.make_dispatch(families, agent_for, meta_optimizer, run_settings, mesh, per_dispatch)
     members = sum(family.members for family in families)
+    if distributed.is_chief():  # Once everything has compiled: a refused config says only why.
+        print(replication_line(config, devices, count(members // len(devices), "member")), file=sys.stderr)
     steps = run_settings.inner_updates * config.unroll_length * run_settings.envs_per_member * members
     return Uncompiled(run_settings, families, init, run_key(config), dispatch, per_dispatch, steps)
 
