@@ -103,5 +103,6 @@ def test_the_command_line_exits_1_naming_the_update():
         "--noprogress",
     )
     assert result.returncode == 1, result.stderr
-    (line,) = result.stderr.strip().splitlines()
+    devices, line = result.stderr.strip().splitlines()  # The run's first line, then the error in one line.
+    assert devices.startswith("podracer: replicating over ")
     assert line.startswith("podracer train: error: update ") and "produced non-finite values" in line
