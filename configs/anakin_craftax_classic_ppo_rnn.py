@@ -12,7 +12,8 @@ GRU(512) -> actor and critic heads of two Dense(512) ReLU layers each.
 Differences: the baseline resets finished episodes with Craftax's optimistic
 resets (a pool of pre-generated worlds) and treats every `done` as terminal,
 the time limit (10000 steps) included; podracer resets each episode afresh
-(`AutoReset`) and bootstraps across the time limit (discount 1 on
+from its own key (`AutoReset`, up to 1/16 of the batch alone by Craftax's
+default `env.reset_fraction`) and bootstraps across the time limit (discount 1 on
 truncation). Initialisation follows podracer's networks (the baseline's
 orthogonal scales differ). Needs the craftax extra: pip install -e '.[craftax]'.
 """

@@ -6,17 +6,19 @@ Which devices a config uses is `podracer.devices.device_split`'s.
 from ml_collections import ConfigDict
 
 from podracer import envs
-from podracer.config import field_checks
+from podracer.config import field_checks, population
+from podracer.config.errors import ConfigError
 from podracer.devices import xla_cpu
+from podracer.envs import env_registry
 from podracer.run import budget
 
 SMALLEST_CPU_DEVICE_BATCH = 64  # Environments: `cpu_devices=0` splits no smaller (`device_shares`).
 
 
 def add_defaults(config: ConfigDict) -> None:
-    config.env = ConfigDict(
-        {"name": "catch", "kwargs": ConfigDict()}
-    )  # podracer.envs.names(), or SUITE:TASK (gymnax:, brax:).
+    # name: podracer.envs.names(), or SUITE:TASK (gymnax:, brax:). reset_fraction: the share of the batch a step
+    # resets alone, the rest at once (podracer.envs.wrappers.AutoReset); 0 takes the environment's (env_registry).
+    config.env = ConfigDict({"name": "catch", "kwargs": ConfigDict(), "reset_fraction": 0.0})
     config.num_devices = 0  # How many devices to replicate over; 0 means all of them.
     config.num_envs = 64  # Environments in total, split evenly over the devices.
     config.unroll_length = 16  # T: environment steps per update.
@@ -38,6 +40,14 @@ def validate(config: ConfigDict, env_from_config: bool) -> None:
     field_checks.integer(config, "log_records", at_least=1, example=100)
     field_checks.number(config, "max_dispatch_seconds", example=20, above=0.0)
     field_checks.integer(config, "members_in_parallel", at_least=0, example=8)
+    if not field_checks.is_number(field_checks.get(config, "env.reset_fraction"), at_least=0.0, at_most=1.0):
+        raise ConfigError(
+            "env.reset_fraction",
+            f"must be a share of the batch in (0, 1], or 0 for the environment's default, "
+            f"got {config.env.reset_fraction!r}",
+            "set e.g. --config.env.reset_fraction=0.0625 (a step resets up to 1/16 of the batch alone), "
+            "1 (the whole batch whenever one needs it) or 0",
+        )
     if env_from_config:
         envs.check(config.env.name, host=False, import_suite=False)  # Tasks are looked up as envs are built.
 
@@ -52,6 +62,18 @@ def device_shares(config: ConfigDict) -> xla_cpu.Shares:
     counts between were not measured apart from the host's noise.
     """
     return xla_cpu.Shares((config.num_envs,), smallest=SMALLEST_CPU_DEVICE_BATCH)
+
+
+def reset_fraction(config: ConfigDict) -> float:
+    """`env.reset_fraction`, or with 0 the environment's default (`podracer.envs.env_registry.reset_fraction`).
+
+    A population whose members are vmapped defaults to 1 instead: under `vmap` the wrapper's `lax.switch` runs
+    every branch, so resetting the few alone would add to the whole batch's reset rather than replace it.
+    """
+    if config.env.reset_fraction:
+        return config.env.reset_fraction
+    vmapped_members = population.size(config) and config.members_in_parallel != 1
+    return 1.0 if vmapped_members else env_registry.reset_fraction(config.env.name)
 
 
 def steps_per_update(config: ConfigDict) -> int:

@@ -101,7 +101,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     mesh = device_mesh(devices)
     env = env or with_config_kwargs(config, envs.make, config.env.name)
     agents.registry.check_environment(config, env)  # Before anything compiles.
-    training_env = envs.wrap_for_training(env)
+    training_env = envs.wrap_for_training(env, reset_fraction=anakin_settings.reset_fraction(config))
     num_updates = anakin_settings.num_updates(config)
     make_agent = functools.partial(agents.make, num_updates=num_updates)
     agent = agent or make_agent(config)

@@ -19,6 +19,8 @@ Three kinds of names:
 or in your own module can be named in a config file (`config.env.name`) once
 the module that registers it is imported (a config file can import it).
 `check(name, host=...)` is the static validation of `config.env.name`.
+`reset_fraction(name)` is the default of `config.env.reset_fraction`: the share of a batch that
+auto-reset resets alone, small where an environment's reset is expensive (it generates a world).
 """
 
 import dataclasses
@@ -52,17 +54,19 @@ class Suite:
     (pure JAX) or `make(task, num_envs, seed, **kwargs)` (host). Importing it
     imports the suite, so a missing extra shows as a `ModuleNotFoundError` naming
     one of `modules`, the top-level packages the adapter imports; `extra` is the
-    pip extra that installs them.
+    pip extra that installs them. `expensive_reset`: its reset costs many steps (it generates a world or a
+    maze), so auto-reset resets a few environments alone (`reset_fraction`).
     """
 
     adapter: str
     modules: tuple[str, ...]
     extra: str
     host: bool
+    expensive_reset: bool = False
 
 
-def _suite(module: str, *modules: str, extra: str = "") -> Suite:
-    return Suite(f"podracer.envs.suites.{module}", modules, extra or modules[0], host=False)
+def _suite(module: str, *modules: str, extra: str = "", expensive_reset: bool = False) -> Suite:
+    return Suite(f"podracer.envs.suites.{module}", modules, extra or modules[0], False, expensive_reset)
 
 
 def _host_suite(module: str, *modules: str) -> Suite:
@@ -73,11 +77,11 @@ SUITES = {
     "gymnax": _suite("gymnax_env", "gymnax"),
     "brax": _suite("brax_env", "brax"),
     "gymnasium": _host_suite("gymnasium_env", "gymnasium"),  # With its worker pool.
-    "craftax": _suite("craftax_env", "craftax"),
-    "jumanji": _suite("jumanji_env", "jumanji", "stoa"),
+    "craftax": _suite("craftax_env", "craftax", expensive_reset=True),
+    "jumanji": _suite("jumanji_env", "jumanji", "stoa", expensive_reset=True),
     "playground": _suite("playground_env", "mujoco_playground", extra="playground"),
-    "xminigrid": _suite("xminigrid_env", "xminigrid", "stoa"),
-    "navix": _suite("navix_env", "navix", "stoa"),
+    "xminigrid": _suite("xminigrid_env", "xminigrid", "stoa", expensive_reset=True),
+    "navix": _suite("navix_env", "navix", "stoa", expensive_reset=True),
     "popgym_arcade": _suite("popgym_arcade_env", "popgym_arcade"),
     "pgx": _suite("pgx_env", "pgx"),
     "jaxmarl": _suite("jaxmarl_env", "jaxmarl"),  # Several agents in one environment (`podracer.envs.multi_agent`).
@@ -95,6 +99,10 @@ _JAX: dict[str, Callable[..., Environment]] = {
 }
 BUILT_IN = tuple(sorted(_JAX))
 """The pure-JAX environments podracer ships: `names()` before any `register`."""
+_EXPENSIVE_RESETS = ("lpg_random_grid", "lpg_tabular")  # Built-ins whose episode starts place cells on a grid.
+
+EXPENSIVE_RESET_FRACTION = 1 / 16
+"""`reset_fraction` where a reset is expensive: a step resets up to 1/16 of the batch alone (64 of Craftax's 1,024)."""
 
 _HOST: dict[str, Callable[..., HostEnvironment]] = {}
 
@@ -164,6 +172,14 @@ def check(name: Any, *, host: bool, import_suite: bool = True) -> None:
             f"choose one of {names()}, a suite's task such as gymnax:Breakout-MinAtar or brax:inverted_pendulum, "
             "or register your own with podracer.envs.register(name, factory)",
         )
+
+
+def reset_fraction(name: str) -> float:
+    """The share of a batch a step of auto-reset resets alone for the environment `name` (`AutoReset`), the default
+    of `env.reset_fraction`: `EXPENSIVE_RESET_FRACTION` where its reset is expensive, else 1 (the whole batch)."""
+    prefix, _ = split_suite(name)
+    expensive = SUITES[prefix].expensive_reset if prefix in SUITES else name in _EXPENSIVE_RESETS
+    return EXPENSIVE_RESET_FRACTION if expensive else 1.0
 
 
 def make(name: str, **kwargs: Any) -> Environment:

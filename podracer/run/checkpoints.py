@@ -31,7 +31,7 @@ from podracer.config.errors import ConfigError
 from podracer.run import disk_full, orbax_reports
 
 # Fields a resumed run may change: how long it runs, how often and where it logs, saves and evaluates, how the host
-# is set up.
+# is set up, what auto-reset costs (a group's name covers its fields).
 SAFE_TO_CHANGE = (
     "total_steps",
     "updates_per_dispatch",
@@ -48,6 +48,7 @@ SAFE_TO_CHANGE = (
     "members_in_parallel",
     "logger",
     "evaluation",
+    "env.reset_fraction",  # What resets cost, not what they do; older checkpoints lack it.
 )
 FOLDER = "checkpoints"
 
@@ -240,7 +241,7 @@ def refuse_incompatible(saved: dict, config: ConfigDict, where: str) -> None:
 def _safe_to_change(field: str, config: ConfigDict) -> bool:
     if field == "total_steps" and config.get("optimizer", {}).get("anneal_lr"):
         return False  # The learning rate's schedule spans the whole run.
-    return field.split(".")[0] in SAFE_TO_CHANGE
+    return field in SAFE_TO_CHANGE or field.split(".")[0] in SAFE_TO_CHANGE
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:

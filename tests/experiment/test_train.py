@@ -209,7 +209,11 @@ def test_a_config_file_can_register_its_own_environment_for_the_command_line(tmp
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     learning.check(records[-1]["mean_episode_return"])
-    assert json.loads((tmp_path / "config.json").read_text())["env"] == {"name": "cued_bandit", "kwargs": {"arms": 4}}
+    assert json.loads((tmp_path / "config.json").read_text())["env"] == {
+        "name": "cued_bandit",
+        "kwargs": {"arms": 4},
+        "reset_fraction": 0.0,
+    }
 
 
 def test_the_docs_show_this_very_agent():
