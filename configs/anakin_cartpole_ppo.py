@@ -16,4 +16,7 @@ def get_config():
     config.network.shared_torso = False
     config.optimizer.learning_rate = 2.5e-4
     config.optimizer.anneal_lr = True
+    # 61 updates (4 ms each on the 2-core machine) a dispatch, not the 8 of 100 records: a dispatch's round trip
+    # and start cost about 10% of 8 updates (docs/benchmarks.md, small-batch PPO).
+    config.log_records = 16
     return config

@@ -33,11 +33,11 @@ run on both sides alike (PureJaxRL's NUM_ENVS and TOTAL_TIMESTEPS, podracer's
 num_envs and total_steps, in whole updates and whole dispatches of podracer's,
 so that both make the same updates); every other hyperparameter stays the task's,
 so minibatches grow with the batch (N x 128 / 4 transitions on CartPole, N / 4
-environments with the GRU). podracer dispatches as its config says (about 100
-log records a run: 8 updates at a time on CleanRL's CartPole) or at most
-`--updates-per-dispatch K` updates at a time, and never more than
-`DISPATCH_STEPS` steps. Each dispatch costs podracer a round trip to the host:
-on the CartPole tasks K = 61 (16 records) runs about 10% faster than 8.
+environments with the GRU). podracer dispatches as its config says (16 log
+records a run on CleanRL's CartPole: 61 updates at a time; about 100 with the
+GRU) or at most `--updates-per-dispatch K` updates at a time, and never more
+than `DISPATCH_STEPS` steps. Each dispatch costs podracer a round trip to the
+host: on the CartPole tasks K = 61 runs about 10% faster than 8.
 Both run with XLA:CPU's thread pool sized by `--cpu-threads` (0: XLA's
 default of one thread per core; start the script with `PJRT_NPROC` unset). By
 default that is the podracer config's `cpu_threads` (one thread) below
