@@ -5,12 +5,16 @@
 LAST timestep (final observation, reward, discount) so the learner sees the
 transition, and the *next* step starts a new episode with a FIRST timestep,
 ignoring its action, through the environment's `reset_episode` (which keeps
-what outlives an episode, such as an LPG environment's layout). Around a batch it resets only when some environment needs
-it (`lax.switch`), so the reset costs nothing on the many steps where none does; with a `reset_fraction` below 1 a
-step on which at most K = ceil(fraction x B) environments need it resets just those K (gathered, reset, scattered
-back), and only a step with more resets the whole batch. Where a reset is expensive (Craftax generates a world) that
-saves most of its cost, as Craftax's "optimistic resets" do (Matthews et al. 2024), but unlike them every
-environment still starts from its own key, so the fraction changes what a reset costs, not which episode starts.
+what outlives an episode, such as an LPG environment's layout). Around a batch
+it resets only when some environment needs it (`lax.cond`), so the reset costs
+nothing on the many steps where none does. With a `reset_fraction` below 1, a
+step on which at most K = ceil(fraction x B) environments need it resets just
+those K (gathered, reset and scattered back, in a `lax.switch`), and only a
+step with more resets the whole batch. Where a reset is expensive (Craftax
+generates a world) that saves most of its cost, as Craftax's "optimistic
+resets" do (Matthews et al. 2024), but unlike them every environment still
+starts from its own key, so the fraction changes what a reset costs, not which
+episode starts.
 `EpisodeStatistics` keeps the undiscounted return and length of the running
 episode (`podracer.envs.episodes`, the rule host environments share); at a
 LAST timestep they are the finished episode's figures.
