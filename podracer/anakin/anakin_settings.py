@@ -6,6 +6,7 @@ Which devices a config uses is `podracer.devices.device_split`'s.
 from ml_collections import ConfigDict
 
 from podracer import envs
+from podracer.anakin.program import members_vmapped
 from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
 from podracer.devices import xla_cpu
@@ -67,13 +68,15 @@ def device_shares(config: ConfigDict) -> xla_cpu.Shares:
 def reset_fraction(config: ConfigDict) -> float:
     """`env.reset_fraction`, or with 0 the environment's default (`podracer.envs.env_registry.reset_fraction`).
 
-    A population whose members are vmapped defaults to 1 instead: under `vmap` the wrapper's `lax.switch` runs
-    every branch, so resetting the few alone would add to the whole batch's reset rather than replace it.
+    A population whose members are vmapped (`program.members_vmapped`) defaults to 1 instead: under `vmap` the
+    wrapper's `lax.switch` runs every branch, so resetting the few alone would add to the whole batch's reset
+    rather than replace it.
     """
     if config.env.reset_fraction:
         return config.env.reset_fraction
-    vmapped_members = population.size(config) and config.members_in_parallel != 1
-    return 1.0 if vmapped_members else env_registry.reset_fraction(config.env.name)
+    if members_vmapped(population.size(config), config.members_in_parallel):
+        return 1.0
+    return env_registry.reset_fraction(config.env.name)
 
 
 def steps_per_update(config: ConfigDict) -> int:

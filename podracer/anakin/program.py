@@ -86,6 +86,13 @@ def over_members(fn: Callable, members: int, in_parallel: int = 0) -> Callable:
     return lambda *args: jax.lax.map(lambda member_args: fn(*member_args), args, batch_size=batch_size)
 
 
+def members_vmapped(members: int, in_parallel: int) -> bool:
+    """Whether `over_members` runs a population's members under `vmap`, all at once or in groups: every way but
+    one member at a time. Under `vmap` a `lax.cond` or `lax.switch` whose predicate depends on the member runs
+    every branch."""
+    return members > 0 and not (in_parallel == 1 and members > 1)
+
+
 def make_init(
     env: Environment, agent_for: AgentFor, num_envs: int, mesh: Mesh, key: chex.PRNGKey, hyperparameters: dict
 ) -> Callable:

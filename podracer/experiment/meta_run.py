@@ -71,7 +71,11 @@ def meta_train(config: ConfigDict, *, workdir: str | None = None, callbacks: Seq
 def build(config: ConfigDict) -> MetaRun:
     """The mesh, the families, the initial state and the compiled dispatch."""
     program = uncompiled(config)
-    return program.run(program.lower().compile())
+    run = program.run(program.lower().compile())
+    if distributed.is_chief():  # Once everything has compiled: a refused config says only why.
+        members = sum(family.members for family in program.families) // len(program.devices)
+        print(replication_line(config, program.devices, count(members, "member")), file=sys.stderr)
+    return run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Uncompiled:
     """A run before its dispatch is compiled: `build` is `run(lower().compile())`, and
     `scripts/meta_compile_cost.py` times the lowering and XLA's compilation apart."""
 
+    devices: list[jax.Device]  # The run replicates over these.
     settings: meta_members.Settings
     families: tuple[meta_members.Family, ...]
     init: Callable  # Jitted: key -> MetaState, placed on the mesh.
@@ -108,10 +113,8 @@ def uncompiled(config: ConfigDict) -> Uncompiled:
     per_dispatch = min(config.meta.updates_per_dispatch, config.meta.updates)
     dispatch = program.make_dispatch(families, agent_for, meta_optimizer, run_settings, mesh, per_dispatch)
     members = sum(family.members for family in families)
-    if distributed.is_chief():  # Once everything has compiled: a refused config says only why.
-        print(replication_line(config, devices, count(members // len(devices), "member")), file=sys.stderr)
     steps = run_settings.inner_updates * config.unroll_length * run_settings.envs_per_member * members
-    return Uncompiled(run_settings, families, init, run_key(config), dispatch, per_dispatch, steps)
+    return Uncompiled(devices, run_settings, families, init, run_key(config), dispatch, per_dispatch, steps)
 
 
 def run_key(config: ConfigDict) -> jax.Array:

@@ -7,12 +7,25 @@ import numpy as np
 import pytest
 
 import podracer
+from podracer.anakin.program import members_vmapped, over_members
 from podracer.config import population
 from podracer.config.errors import ConfigError
 from podracer.plot import read_metrics
 from tests.helpers import load_config
 
 TIMING = ("wall_seconds", "steps_per_second", "compile_seconds")
+
+
+@pytest.mark.parametrize("members,in_parallel", [(3, 0), (3, 1), (3, 2), (3, 3), (3, 5), (1, 1), (4, 2)])
+def test_members_vmapped_says_when_over_members_runs_a_cond_as_a_select(members, in_parallel):
+    """The rule `anakin_settings.reset_fraction` reads, checked against what `over_members` traces: a member's
+    `lax.cond` stays a cond one member at a time and becomes a select of both branches under vmap."""
+
+    def member(x):
+        return jax.lax.cond(x > 0, lambda: x + 1.0, lambda: x - 1.0)
+
+    jaxpr = str(jax.make_jaxpr(over_members(member, members, in_parallel))(np.zeros(members, np.float32)))
+    assert ("cond[" not in jaxpr) == members_vmapped(members, in_parallel), jaxpr
 
 
 CATCH = {"num_envs": 16, "unroll_length": 8, "updates_per_dispatch": 2, "total_steps": 16 * 8 * 2 * 3}
