@@ -29,6 +29,7 @@ LAYERS = (
     ("envs",),
     ("agents",),
     ("run",),
+    ("offline",),
     ("anakin", "sebulba"),
     ("experiment",),
     ("plot",),

@@ -29,6 +29,7 @@ class AgentEntry:
     several_agents: bool = False  # Trains the agents of a multi-agent environment (several_agents.per_agent).
     check_environment: Callable[[ConfigDict, Any], None] | None = None  # ConfigError where the environment won't do.
     config_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # Other fields, by dotted name.
+    offline: bool = False  # Learns from a dataset (`config.offline.dataset`), not from its own experience.
 
 
 _AGENTS: dict[str, AgentEntry] = {}
@@ -43,6 +44,7 @@ def register(
     several_agents: bool = False,
     check_environment: Callable[[ConfigDict, Any], None] | None = None,
     config_defaults: Mapping[str, Any] | None = None,
+    offline: bool = False,
 ) -> None:
     """Makes `config.agent.name = name` build agents with `build(config, num_updates)`.
 
@@ -53,11 +55,14 @@ def register(
     train on (`check_environment` below). `config_defaults` are the
     values outside `config.agent` that the agent needs where the schema's own
     defaults do not suit it, by dotted field name (MAPPO's critic has a torso
-    of its own: `{"network.shared_torso": False}`). Registering a name again replaces
-    it (a notebook cell may run twice).
+    of its own: `{"network.shared_torso": False}`). `offline` says the agent
+    learns from a dataset (`config.offline.dataset`, `podracer.offline`): its
+    `learn` takes a batch of sampled transitions, two timesteps each, rather
+    than its own rollout. Registering a name again replaces it (a notebook
+    cell may run twice).
     """
     _AGENTS[name] = AgentEntry(
-        name, defaults, build, validate, several_agents, check_environment, dict(config_defaults or {})
+        name, defaults, build, validate, several_agents, check_environment, dict(config_defaults or {}), offline
     )
 
 

@@ -11,6 +11,7 @@ from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
 from podracer.devices import xla_cpu
 from podracer.envs import env_registry
+from podracer.offline import offline_settings
 from podracer.run import budget
 
 SMALLEST_CPU_DEVICE_BATCH = 64  # Environments: `cpu_devices=0` splits no smaller (`device_shares`).
@@ -80,8 +81,9 @@ def reset_fraction(config: ConfigDict) -> float:
 
 
 def steps_per_update(config: ConfigDict) -> int:
-    """Environment steps in one update, over every device: `num_envs x unroll_length` (per member of a population)."""
-    return config.unroll_length * config.num_envs
+    """Environment steps in one update, over every device: `num_envs x unroll_length` (per member of a population);
+    1 for a run that trains from a dataset, whose steps are gradient steps (`podracer.offline.offline_settings`)."""
+    return 1 if offline_settings.from_dataset(config) else config.unroll_length * config.num_envs
 
 
 def num_updates(config: ConfigDict) -> int:

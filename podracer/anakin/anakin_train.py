@@ -22,7 +22,8 @@ from podracer import agents, envs
 from podracer.agents import Agent
 from podracer.anakin import anakin_settings
 from podracer.anakin.anakin_evaluation import make_evaluate
-from podracer.anakin.program import AgentFor, AnakinState, make_dispatch, make_init, over_members, updates_run
+from podracer.anakin.anakin_programs import programs
+from podracer.anakin.program import AgentFor, AnakinState, over_members, updates_run
 from podracer.config import population
 from podracer.config.errors import count
 from podracer.devices.device_split import anakin_devices, replication_line
@@ -31,6 +32,7 @@ from podracer.devices.topology import device_mesh
 from podracer.envs.base import Environment
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.episodes import Completed
+from podracer.offline import offline_settings
 from podracer.run import budget, evaluation, finite
 from podracer.run.checkpoint_steps import restore_into, save_or_stop
 from podracer.run.checkpoints import Checkpointer
@@ -101,36 +103,29 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     mesh = device_mesh(devices)
     env = env or with_config_kwargs(config, envs.make, config.env.name)
     agents.registry.check_environment(config, env)  # Before anything compiles.
-    training_env = envs.wrap_for_training(env, reset_fraction=anakin_settings.reset_fraction(config))
     num_updates = anakin_settings.num_updates(config)
     make_agent = functools.partial(agents.make, num_updates=num_updates)
     agent = agent or make_agent(config)
     evaluation.check_agent(config, agent)  # Before anything compiles.
     agent_for = population.member_agents(config, agent, make_agent)
     members, hyperparameters = population.size(config), population.hyperparameters(config)
+    run_programs = programs(config, env, agent_for, mesh)  # A dataset is read and checked here.
 
     compile_start = time.perf_counter()
     key = population.keys(config)
-    init = population.naming_fixed_fields(
-        lambda varied: make_init(training_env, agent_for, config.num_envs, mesh, key, varied), hyperparameters
-    )
+    init = population.naming_fixed_fields(lambda varied: run_programs.make_init(key, varied), hyperparameters)
     abstract_state = init.eval_shape(key, hyperparameters)  # Its shapes do not depend on which fields vary.
     updates_per_dispatch = anakin_settings.updates_per_dispatch(config)
 
     def compile_dispatch(varied: dict) -> Callable:  # Errors of agent and environment come here.
-        program = make_dispatch(
-            training_env,
-            agent_for,
-            config.unroll_length,
-            updates_per_dispatch,
-            mesh,
-            config.check_finite,
-            members,
-            config.members_in_parallel,
-        )
-        return program.lower(abstract_state, varied, np.int32(updates_per_dispatch)).compile()
+        program = run_programs.make_dispatch()
+        return program.lower(abstract_state, varied, np.int32(updates_per_dispatch), *run_programs.data).compile()
 
-    dispatch = population.naming_fixed_fields(compile_dispatch, hyperparameters)
+    compiled = population.naming_fixed_fields(compile_dispatch, hyperparameters)
+
+    def dispatch(state: AnakinState, varied: dict, updates: np.int32) -> tuple:
+        return compiled(state, varied, updates, *run_programs.data)
+
     evaluate = None
     if evaluation.enabled(config):
         evaluate = make_evaluate(env, agent_for, config, mesh, abstract_state, hyperparameters, members)
@@ -213,7 +208,10 @@ def save_and_stop(
 def announce(config: ConfigDict, devices: list[jax.Device]) -> None:
     """The run's first line: the devices it replicates over (`device_split.replication_line`)."""
     if is_chief():
-        print(replication_line(config, devices, count(config.num_envs // len(devices), "environment")), file=sys.stderr)
+        share = count(config.num_envs // len(devices), "environment")
+        if offline_settings.from_dataset(config):
+            share = f"{count(config.agent.batch_size // len(devices), 'sampled transition')} a gradient step"
+        print(replication_line(config, devices, share), file=sys.stderr)
 
 
 def make_record(step: int, metrics: dict, completed: Completed, members: int) -> dict:

@@ -103,7 +103,6 @@ def make_init(
     environment's specs. For a population, `key` and every hyperparameter are
     arrays `[members]`, one per member; the examples given fix their shapes.
     """
-    members = key.shape[0] if key.shape else 0
 
     def init_member(key, hyperparameters):
         params_key, env_key, actor_key, learner_key = jax.random.split(key, 4)
@@ -119,6 +118,13 @@ def make_init(
             learner_key=learner_key,
         )
 
+    return placed_init(init_member, mesh, key, hyperparameters)
+
+
+def placed_init(init_member: Callable, mesh: Mesh, key: chex.PRNGKey, hyperparameters: dict) -> Callable:
+    """`init_member(key, hyperparameters) -> AnakinState` over a population's members, compiled to place the state
+    on the mesh (`state_specs`); `key` and `hyperparameters` are examples that fix the shapes."""
+    members = key.shape[0] if key.shape else 0
     # Members one after another: a batched QR (orthogonal initialisers) deadlocks on a 1-thread XLA:CPU pool.
     init = over_members(init_member, members, in_parallel=1)
     specs = state_specs(jax.eval_shape(init, key, hyperparameters), members)
@@ -219,27 +225,53 @@ def make_dispatch(
     buffers are donated.
     """
 
-    def run_member(state, hyperparameters, updates):
-        update = make_per_device_update(env, agent_for(hyperparameters), unroll_length)
+    def update_for(agent: Agent, data: Any) -> Callable:
+        update = make_per_device_update(env, agent, unroll_length)
+        return lambda state: update(state, None)
+
+    program = make_program(
+        update_for, agent_for, updates_per_dispatch, mesh, (), check_finite, members, members_in_parallel
+    )
+    return jax.jit(
+        lambda state, hyperparameters, updates: program(state, hyperparameters, updates, ()), donate_argnums=0
+    )
+
+
+UpdateFor = Callable[[Agent, Any], Callable]
+"""`(agent, data) -> update(state) -> (state, (metrics, completed))`: one update on one device, of data it holds."""
+
+
+def make_program(
+    update_for: UpdateFor,
+    agent_for: AgentFor,
+    updates_per_dispatch: int,
+    mesh: Mesh,
+    data_specs: Any,
+    check_finite: bool = True,
+    members: int = 0,
+    members_in_parallel: int = 0,
+):
+    """`program(state, hyperparameters, updates, data)`: up to K updates `update_for` makes, on every device (see
+    `make_dispatch`), of `data` laid out by `data_specs` (a dataset on the devices for offline training, `()` for
+    none), which every member of a population shares. Not jitted: its callers jit it, donating the state."""
+
+    def run_member(state, hyperparameters, updates, data):
+        step = update_for(agent_for(hyperparameters), data)
         state = state.replace(learner=per_device.local(state.learner))
-
-        def step(state):
-            return update(state, None)
-
         state, (metrics, completed) = repeat_into_slots(step, state, updates, updates_per_dispatch)
         flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}
         return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags)
 
-    def on_device(state, hyperparameters, updates):
-        run = over_members(lambda state, varied: run_member(state, varied, updates), members, members_in_parallel)
+    def on_device(state, hyperparameters, updates, data):
+        run = over_members(lambda state, varied: run_member(state, varied, updates, data), members, members_in_parallel)
         return run(state, hyperparameters)
 
-    def dispatch(state, hyperparameters, updates):
+    def program(state, hyperparameters, updates, data):
         specs = state_specs(state, members)
-        in_specs, out_specs = (specs, REPLICATED, REPLICATED), (specs, REPLICATED)
-        return per_device_program(on_device, mesh, in_specs, out_specs)(state, hyperparameters, updates)
+        in_specs, out_specs = (specs, REPLICATED, REPLICATED, data_specs), (specs, REPLICATED)
+        return per_device_program(on_device, mesh, in_specs, out_specs)(state, hyperparameters, updates, data)
 
-    return jax.jit(dispatch, donate_argnums=0)
+    return program
 
 
 def repeat_into_slots(step: Callable, state: Any, repeats: jax.Array, slots: int) -> tuple[Any, Any]:

@@ -1,7 +1,7 @@
 """The `podracer` command line: argparse subcommands, one module per family, each registering its parsers and handlers.
 
-`train`, `configs` (`podracer configs` and `podracer config show`), `plot`
-and `bench`; `COMMANDS` lists the modules, in the order of `podracer --help`.
+`train`, `meta-train`, `evaluate`, `collect`, `export`, `configs`
+(`podracer configs` and `podracer config show`), `plot` and `bench`; `COMMANDS` lists the modules, in the order of `podracer --help`.
 A module's `register(commands)` adds each of its commands with
 `common.add_command` (its parser, summary and handler together), so a new
 command is a module listed in `COMMANDS`, or a command added to a family's
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from podracer.cli import (
     bench_command,
+    collect_command,
     configs_command,
     evaluate_command,
     export_command,
@@ -36,6 +37,7 @@ COMMANDS = (  # Each has `register(commands)`.
     train_command,
     meta_train_command,
     evaluate_command,
+    collect_command,
     export_command,
     configs_command,
     plot_command,

@@ -12,6 +12,7 @@ exit 130 and 143 after a checkpoint.
 """
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -69,10 +70,14 @@ def train(args: argparse.Namespace) -> int:
     from podracer.run.contract import recent_return
 
     if jax.process_index() == 0:
+        returns = f"mean episode return {recent_return(result.history):.3f} (the last 100 episodes)"
+        if math.isnan(recent_return(result.history)) and not math.isnan(recent_return(result.history, evaluated=True)):
+            returns = (
+                f"mean evaluation return {recent_return(result.history, evaluated=True):.3f} (the last 100 episodes)"
+            )
         print(
             f"done: {result.steps:,} steps on {count(jax.device_count(), 'device')} in "
-            f"{count(jax.process_count(), 'process', 'processes')}, "
-            f"mean episode return {recent_return(result.history):.3f} (the last 100 episodes), "
+            f"{count(jax.process_count(), 'process', 'processes')}, {returns}, "
             f"{result.history[-1]['steps_per_second']:,.0f} steps/s"
             + (f"; logs in {args.workdir}" if args.workdir else "")
         )

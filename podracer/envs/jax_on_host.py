@@ -5,8 +5,11 @@ host loop (`podracer.sebulba.sebulba_evaluation.play_host_episodes`) serves both
 architectures and can draw each environment's state as it goes (`frames`).
 Each environment starts from its own key, split into the reset key and the
 acting key as Anakin's compiled evaluation splits it, so both play the same
-episodes. There is no auto-reset: an environment whose episode ended keeps
-stepping (its steps count for nothing).
+episodes. There is no auto-reset unless asked for: an environment whose
+episode ended keeps stepping (its steps count for nothing). With
+`auto_reset`, the batch is wrapped as for training (`wrap_for_training`), and
+each environment starts its next episode as one ends, as Sebulba's host
+batches do: what `podracer collect` plays.
 """
 
 from typing import Any
@@ -18,15 +21,15 @@ import jax.numpy as jnp
 from podracer.envs.base import Environment
 from podracer.envs.host import HostEnvironment
 from podracer.envs.timestep import TimeStep
-from podracer.envs.wrappers import wrap_for_evaluation
+from podracer.envs.wrappers import wrap_for_evaluation, wrap_for_training
 
 
 class JaxOnHost(HostEnvironment):
     """`env` batched over `keys` `[B]`, reset and stepped by jitted calls; `state` is the batch's current state."""
 
-    def __init__(self, env: Environment, keys: chex.PRNGKey):
+    def __init__(self, env: Environment, keys: chex.PRNGKey, auto_reset: bool = False):
         self.env, self.num_envs = env, keys.shape[0]
-        self._batched = wrap_for_evaluation(env)
+        self._batched = wrap_for_training(env) if auto_reset else wrap_for_evaluation(env)
         self._reset_keys = evaluation_keys(keys)[0]
         self._reset, self._step = jax.jit(self._batched.reset), jax.jit(self._batched.step)
         self.state: Any = None

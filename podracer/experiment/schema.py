@@ -24,6 +24,7 @@ from podracer.anakin import anakin_settings
 from podracer.config import field_checks, loading, population, settings
 from podracer.config.errors import ConfigError
 from podracer.config.loading import OPEN_FIELDS, unknown_field
+from podracer.offline import offline_settings
 from podracer.run import evaluation, wandb_logger
 from podracer.sebulba import sebulba_settings
 
@@ -62,6 +63,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.resume = "auto"  # auto: resume from the workdir's newest checkpoint if any; never: start afresh; must.
     config.check_finite = True  # Stop at the first non-finite loss, gradient or parameter (podracer.run.finite).
     wandb_logger.add_defaults(config)  # Trackers beside TensorBoard and metrics.jsonl: config.logger.wandb.
+    offline_settings.add_defaults(config)  # Training from a dataset: config.offline (podracer.offline).
     ARCHITECTURES[architecture].add_defaults(config)
     config.network = ConfigDict(settings.defaults(NetworkSettings))  # The network's fields and their defaults.
     config.optimizer = ConfigDict(settings.defaults(OptimizerSettings))
@@ -112,6 +114,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     field_checks.boolean(config, "check_finite")
     evaluation.validate(config)
     wandb_logger.validate(config)
+    offline_settings.validate(config, agent_from_config)
     ARCHITECTURES[config.architecture].validate(config, env_from_config)
     if agent_from_config:
         _validate_agent(config)

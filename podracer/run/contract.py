@@ -51,7 +51,7 @@ class TrainResult:
     steps: int  # Environment steps taken over the whole job.
 
 
-def recent_return(history: Sequence[dict], episodes: int = 100) -> float:
+def recent_return(history: Sequence[dict], episodes: int = 100, evaluated: bool = False) -> float:
     """The mean return of a run's last `episodes` episodes (or a few more: whole log windows); NaN if none ended.
 
     One log record's `mean_episode_return` covers only the episodes that ended
@@ -59,12 +59,15 @@ def recent_return(history: Sequence[dict], episodes: int = 100) -> float:
     short by `total_steps`, and CartPole at 500 steps an episode ends few per
     window. Gym calls CartPole solved at a mean of 475 over 100 consecutive
     episodes; this is that mean, read back from the records' `episodes` counts.
+    `evaluated` pools the last evaluations' episodes instead (`eval_mean_return`
+    over `eval_episodes`): the returns of a run that trains from a dataset.
     """
+    returns, counts = ("eval_mean_return", "eval_episodes") if evaluated else ("mean_episode_return", "episodes")
     total = count = 0.0
     for record in reversed(history):
-        if record.get("episodes"):
-            total += record["mean_episode_return"] * record["episodes"]
-            count += record["episodes"]
+        if record.get(counts):
+            total += record[returns] * record[counts]
+            count += record[counts]
         if count >= episodes:
             break
     return total / count if count else math.nan

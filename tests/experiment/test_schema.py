@@ -73,6 +73,7 @@ def test_every_agents_defaults_pass_the_static_checks(agent, architecture):
     """`podracer.defaults(agent)` is a config to start from: only what no default can give is refused, naming it."""
     config = podracer.defaults(agent, architecture=architecture)
     refused = {"learned_rule": "agent.rule_checkpoint"}  # A meta-trained rule's folder: the user's to give.
+    refused |= {name: "offline.dataset" for name in podracer.agents.names() if podracer.agents.lookup(name).offline}
     refused |= {"alphazero": "env.name"} if architecture == "sebulba" else {}  # Pgx games are Anakin's.
     if agent in refused:
         with pytest.raises(podracer.ConfigError) as error:

@@ -51,26 +51,30 @@ from podracer.devices import collectives
 from podracer.devices.per_device import PerDevice
 
 
-def defaults(**own: Any) -> ConfigDict:
-    """`config.agent` of an off-policy continuous agent: the shared fields, then the agent's `own`."""
+def defaults(offline: bool = False, **own: Any) -> ConfigDict:
+    """`config.agent` of an off-policy continuous agent: the shared fields, then the agent's `own`; `offline`, of
+    one that learns from a dataset, without the replay buffer's fields (`batch_size` is then the whole batch of
+    every gradient step, over all devices)."""
+    replay_fields = {**shared_fields.REPLAY_DEFAULTS, "buffer_size": 100_000, "min_replay_size": 5_000}
     shared = {
         "gamma": 0.99,
         "reward_clip": 0.0,  # > 0: rewards clipped to [-reward_clip, reward_clip] in the targets.
         "target_tau": 0.005,  # Each gradient step moves the targets tau of the way to the online networks.
-        **shared_fields.REPLAY_DEFAULTS,
-        "buffer_size": 100_000,
-        "min_replay_size": 5_000,
+        **({} if offline else replay_fields),
         "batch_size": 256,
     }
     return ConfigDict({**shared, **own})
 
 
-def validate(config: ConfigDict) -> None:
+def validate(config: ConfigDict, offline: bool = False) -> None:
     """Static checks of the shared fields, and of a network these agents can build (an MLP, no recurrent core)."""
     field_checks.fraction(config, "agent.gamma", example=0.99)
     field_checks.number(config, "agent.target_tau", example=0.005, above=0.0, at_most=1.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
-    shared_fields.validate_replay(config)
+    if offline:
+        field_checks.integer(config, "agent.batch_size", at_least=1, example=256)
+    else:
+        shared_fields.validate_replay(config)
     name = config.agent.name
     if config.network.torso != "mlp":
         raise ConfigError(
@@ -87,7 +91,7 @@ class OffPolicyState:
     critic: LearnerState  # params: the twin critics.
     target_critic: cn.Model
     own: Any  # What one agent learns besides: SAC's temperature, TD3's target actor.
-    replay: PerDevice  # Each device's own `replay.Replay`.
+    replay: PerDevice | tuple  # Each device's own `replay.Replay`; () learning from a dataset.
     learn_calls: chex.Array  # int32: `learn` calls so far.
     gradient_steps: chex.Array  # int32: gradient steps so far (TD3's delay counts them).
     key: chex.Array  # A key's data (uint32), set by each `learn` call; each gradient step draws its noise from it.
@@ -163,16 +167,18 @@ class Rules:
 
 
 def make_off_policy_optimizer(config: ConfigDict, num_updates: int) -> optax.GradientTransformation:
-    """`config.optimizer` over the run's gradient steps (`replay_ratio` per `learn` call)."""
+    """`config.optimizer` over the run's gradient steps (`replay_ratio` per `learn` call; one from a dataset)."""
     return make_optimizer(
-        shared_fields.optimizer_settings(config), gradient_steps=num_updates * config.agent.replay_ratio
+        shared_fields.optimizer_settings(config), gradient_steps=num_updates * config.agent.get("replay_ratio", 1)
     )
 
 
-def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
-    """The agent: `rules` on the shared critics, targets and replay loop."""
+def build(config: ConfigDict, num_updates: int, rules: Rules, offline: bool = False) -> Agent:
+    """The agent: `rules` on the shared critics, targets and replay loop; `offline`, learning from a dataset's
+    sampled transitions instead (`podracer.offline`): each `learn` call is one gradient step on the batch it is
+    given, and the learner state keeps no buffer."""
     agent_config = config.agent
-    replay_setup = shared_fields.replay_setup(config, sequence_length=2)
+    replay_setup = None if offline else shared_fields.replay_setup(config, sequence_length=2)
     optimizer = make_off_policy_optimizer(config, num_updates)
     network = {"hidden_sizes": tuple(config.network.hidden_sizes), "activation": config.network.activation}
 
@@ -186,7 +192,9 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
             critic=LearnerState(critic, optimizer.init(critic)),
             target_critic=critic,
             own=rules.init_own(actor),
-            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((size,), jnp.float32)),
+            replay=()
+            if offline
+            else replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((size,), jnp.float32)),
             learn_calls=jnp.int32(0),
             gradient_steps=jnp.int32(0),
             key=key_data(key),
@@ -208,7 +216,7 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
         critic_grad_norm = optax.tree.norm(flat_vector(grads))  # The clip's own norm, computed once (`flat_vector`).
         return state, {**metrics, "critic_grad_norm": critic_grad_norm, **improve_metrics}, priorities
 
-    replayed_learn = replay.make_learn(replay_setup, gradient_step)
+    replayed_learn = None if offline else replay.make_learn(replay_setup, gradient_step)
 
     def learn(state: OffPolicyState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
         replay_key, noise_key = jax.random.split(key)
@@ -219,10 +227,24 @@ def build(config: ConfigDict, num_updates: int, rules: Rules) -> Agent:
     return Agent(
         init=init,
         act=rules.act,
-        learn=learn,
+        learn=learning_from_batches(gradient_step) if offline else learn,
         acting_params=lambda state: state.actor.params,
         greedy_act=rules.greedy_act,
     )
+
+
+def learning_from_batches(gradient_step: replay.GradientStep) -> Callable:
+    """`learn` of an agent learning from a dataset: one `gradient_step` on the sampled batch it is given (a
+    trajectory of two timesteps, `podracer.offline.sampling`), its noise drawn from the call's key."""
+
+    def learn(state: OffPolicyState, batch: Trajectory, key: chex.PRNGKey, axis_name=None):
+        size = batch.action.shape[1]
+        state = state.replace(key=key_data(key))
+        sample = replay.Sample(batch, jnp.zeros(size, jnp.int32), jnp.ones(size))
+        state, metrics, _ = gradient_step(state, sample, axis_name)
+        return state.replace(learn_calls=state.learn_calls + 1), metrics
+
+    return learn
 
 
 def key_data(key: chex.PRNGKey) -> chex.Array:

@@ -30,6 +30,11 @@ REPLAY_CONFIG_DEFAULTS = {"cpu_devices": 1}
 core. Each device keeps a buffer of its own and samples `batch_size` from it, so the device count is part of the
 experiment (its batch and its memory), which a run must not take from the machine it lands on."""
 
+OFFLINE_CONFIG_DEFAULTS = {"cpu_devices": 1}
+"""The registry's `config_defaults` of an agent that learns from a dataset: one XLA:CPU device unless set, so that a
+run's speed does not depend on the cores of the machine it lands on. Its batch is the same on any number of devices
+(`podracer.offline.sampling`): `--config.cpu_devices=N` splits it."""
+
 EPSILON_DEFAULTS = settings.defaults(EpsilonSettings)
 """The exploration fields of `config.agent` for an agent that acts epsilon-greedily on Q-values."""
 

@@ -64,8 +64,15 @@ def next_value(
     return off_policy.min_q(state.target_critic, observation, action)
 
 
-def actor_loss(actor: cn.Model, batch: off_policy.Batch, critic: cn.Model) -> tuple[chex.Array, dict]:
+ActorLoss = Callable[[cn.Model, off_policy.Batch, cn.Model, str | None], tuple[chex.Array, dict]]
+"""`(actor, batch, critic, axis_name) -> (loss, metrics)`: what the actor minimises (TD3's, or TD3+BC's)."""
+
+
+def actor_loss(
+    actor: cn.Model, batch: off_policy.Batch, critic: cn.Model, axis_name: str | None = None
+) -> tuple[chex.Array, dict]:
     """J = -E[Q_1(s, mu(s))]: the deterministic policy gradient through the first critic (Algorithm 1)."""
+    del axis_name  # A mean over this device's batch: the gradients are averaged.
     q_first = critic(batch.observation, actor(batch.observation))[..., 0]
     loss = -off_policy.masked_mean(q_first, batch.valid)
     return loss, {"actor_loss": loss}
@@ -90,6 +97,11 @@ def greedy_act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[c
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
+    return off_policy.build(config, num_updates, make_rules(config, num_updates))
+
+
+def make_rules(config: ConfigDict, num_updates: int, minimised: ActorLoss = actor_loss) -> off_policy.Rules:
+    """TD3's part of the agent (`off_policy.Rules`), its actor minimising `minimised`."""
     agent_config, network = config.agent, config.network
     optimizer = off_policy.make_off_policy_optimizer(config, num_updates)
     tau = agent_config.target_tau
@@ -105,7 +117,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
 
         def update(state: off_policy.OffPolicyState) -> tuple[off_policy.OffPolicyState, dict]:
             def loss(actor: cn.Model, batch: off_policy.Batch) -> tuple[chex.Array, dict]:
-                return actor_loss(actor, batch, state.critic.params)
+                return minimised(actor, batch, state.critic.params, axis_name)
 
             actor, metrics = sgd_step(state.actor, batch, loss, optimizer, axis_name)
             state = state.replace(
@@ -121,15 +133,14 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
 
         return jax.lax.cond(state.gradient_steps % agent_config.policy_delay == 0, update, wait, state)
 
-    rules = off_policy.Rules(
+    return off_policy.Rules(
         make_actor,
         lambda actor: actor.variables,  # The target actor's variables.
         value,
         improve,
-        make_act(agent_config.exploration_noise),
+        make_act(agent_config.get("exploration_noise", 0.0)),
         greedy_act,
     )
-    return off_policy.build(config, num_updates, rules)
 
 
 registry.register(

@@ -101,6 +101,17 @@ class _Critic(nn.Module):
         return dense(1, 1.0)(MLP(self.hidden_sizes, self.activation)(inputs))[..., 0]
 
 
+class StateValue(nn.Module):
+    """V(s) `[B]`: IQL's value of a state, an MLP on the observation (Kostrikov et al. 2021)."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, observation: Any) -> jnp.ndarray:
+        return dense(1, 1.0)(MLP(self.hidden_sizes, self.activation)(_features(observation)))[..., 0]
+
+
 class TwinCritic(nn.Module):
     """Q_1(s, a) and Q_2(s, a), `[B, 2]`, of two critics with their own parameters, for actions in [-1, 1]^D."""
 
