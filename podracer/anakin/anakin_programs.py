@@ -63,6 +63,7 @@ def programs(config: ConfigDict, env: Environment, agent_for: AgentFor, mesh: Me
             config.check_finite,
             members,
             in_parallel,
+            offline_settings.records(config),
         ),
         data=(),
     )

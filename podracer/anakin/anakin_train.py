@@ -9,6 +9,7 @@ anything is compiled or written.
 
 import dataclasses
 import functools
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +24,8 @@ from podracer.agents import Agent
 from podracer.anakin import anakin_settings
 from podracer.anakin.anakin_evaluation import make_evaluate
 from podracer.anakin.anakin_programs import programs
-from podracer.anakin.program import AgentFor, AnakinState, over_members, updates_run
+from podracer.anakin.program import AgentFor, AnakinState, over_members
+from podracer.anakin.slots import updates_run
 from podracer.config import population
 from podracer.config.errors import count
 from podracer.devices.device_split import anakin_devices, replication_line
@@ -33,6 +35,7 @@ from podracer.envs.base import Environment
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.episodes import Completed
 from podracer.offline import offline_settings
+from podracer.offline.experience_log import ExperienceLog
 from podracer.run import budget, evaluation, finite
 from podracer.run.checkpoint_steps import restore_into, save_or_stop
 from podracer.run.checkpoints import Checkpointer
@@ -47,6 +50,7 @@ class AnakinRun:
 
     config: ConfigDict
     mesh: Mesh
+    env: Environment  # The environment, unwrapped (the config's, or the one passed in).
     agent_for: AgentFor  # A member's agent from its hyperparameters.
     members: int  # A population's members; 0 for a single run.
     hyperparameters: dict  # The population's varied hyperparameters, `[members]` each ({} for a single run).
@@ -58,6 +62,7 @@ class AnakinRun:
     evaluate: Callable | None  # The compiled evaluation (`podracer.anakin.anakin_evaluation`); None without evaluation.
     compile_seconds: float
     update: int = 0  # Updates done: a resumed checkpoint's, then each dispatch's.
+    experience: ExperienceLog | None = None  # The dataset logger (`logger.dataset`), from the first dispatch on.
 
 
 def train(
@@ -80,11 +85,14 @@ def train(
     resumed = restore_into(checkpointer, run)
     total_steps = run.num_updates * run.steps_per_update
     log = RunLog(workdir, config, total_steps, callbacks, started, resumed, compile_seconds=run.compile_seconds)
+    run.experience = start_recording(config, run, workdir)
     try:
         dispatch_until_done(run, log, checkpointer)
     finally:
         log.close()
         checkpointer.close()
+    if run.experience is not None:  # Only a run that made all its updates writes its dataset.
+        run.experience.write()
     acting_params = over_members(lambda learner, varied: run.agent_for(varied).acting_params(learner), run.members)
     return TrainResult(
         run.state.learner,
@@ -136,6 +144,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
     return AnakinRun(
         config=config,
         mesh=mesh,
+        env=env,
         agent_for=agent_for,
         members=members,
         hyperparameters=hyperparameters,
@@ -162,8 +171,10 @@ def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer)
             updates = budget.next_stretch(run.update, run.num_updates, run.updates_per_dispatch)
             dispatch_start = time.perf_counter()
             run.state, outputs = run.dispatch(run.state, run.hyperparameters, np.int32(updates))
-            metrics, completed, flags = jax.device_get(outputs)  # Waits for the dispatch.
-            metrics, completed = updates_run((metrics, completed), updates, run.members)
+            metrics, completed, flags, *recorded = jax.device_get(outputs)  # Waits for the dispatch.
+            metrics, completed, recorded = updates_run((metrics, completed, recorded), updates, run.members)
+            if run.experience is not None:
+                run.experience.add(recorded[0])
             now = time.perf_counter()
             record = make_record((run.update + updates) * run.steps_per_update, metrics, completed, run.members)
             record["steps_per_second"] = updates * run.steps_per_update * max(run.members, 1) / (now - last_time)
@@ -203,6 +214,23 @@ def save_and_stop(
             file=sys.stderr,
         )
     run.updates_per_dispatch = shorter
+
+
+def start_recording(config: ConfigDict, run: AnakinRun, workdir: str | None) -> ExperienceLog | None:
+    """The dataset logger of a run with `logger.dataset`, from its state's timestep on (a resumed run's too)."""
+    if not offline_settings.records(config):
+        return None
+    metadata = {
+        "agent": config.agent.name,
+        "env": config.env.name,
+        "architecture": "anakin",
+        "recorded": "the run's training experience",
+        "workdir": workdir,
+        "from_step": run.update * run.steps_per_update,
+        "config": json.loads(config.to_json()),
+    }
+    specs = (run.env.observation_spec(), run.env.action_spec())
+    return ExperienceLog(config.logger.dataset, specs, jax.device_get(run.state.timestep), metadata)
 
 
 def announce(config: ConfigDict, devices: list[jax.Device]) -> None:

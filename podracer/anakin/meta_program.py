@@ -49,11 +49,8 @@ from podracer.agents.meta import lpg_rule, meta_gradient
 from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory
 from podracer.anakin.meta_members import Family, Settings, ended_members, renew_ended
-from podracer.anakin.program import (
-    make_per_device_update,
-    make_unroll,
-    repeat_into_slots,
-)
+from podracer.anakin.program import make_per_device_update, make_unroll
+from podracer.anakin.slots import repeat_into_slots
 from podracer.devices import collectives
 from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 from podracer.envs import wrap_for_training

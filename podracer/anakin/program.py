@@ -29,12 +29,14 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from podracer.agents import Agent, Trajectory
 from podracer.agents.trajectory import with_time_axis
+from podracer.anakin.slots import repeat_into_slots, write_at
 from podracer.devices import collectives, per_device
 from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 from podracer.envs import episodes
 from podracer.envs.base import Environment
 from podracer.envs.timestep import TimeStep
 from podracer.envs.wrappers import split_keys
+from podracer.offline import experience_log
 from podracer.run import finite
 
 
@@ -131,20 +133,23 @@ def placed_init(init_member: Callable, mesh: Mesh, key: chex.PRNGKey, hyperparam
     return jax.jit(init, out_shardings=jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs))
 
 
-def make_per_device_update(env: Environment, agent: Agent, unroll_length: int) -> Callable:
+def make_per_device_update(env: Environment, agent: Agent, unroll_length: int, record: bool = False) -> Callable:
     """One update on one device's shard: unroll with `agent.act` (`make_unroll`), then `agent.learn`.
 
     Returns `update(state, _) -> (state, (metrics, completed))`: the agent's
-    metrics and the episodes that ended during the unroll, summed over devices.
+    metrics and the episodes that ended during the unroll, summed over devices;
+    with `record`, `(metrics, completed, experience)`, the unroll's steps on this
+    shard for the dataset logger (`podracer.offline.experience_log`).
     """
     unroll = make_unroll(env, agent, unroll_length)
 
-    def update(state: AnakinState, _) -> tuple[AnakinState, dict]:
+    def update(state: AnakinState, _) -> tuple[AnakinState, tuple]:
         state, trajectory, completed = unroll(state)
         learner_key, learn_key = jax.random.split(state.learner_key)
         learner, metrics = agent.learn(state.learner, trajectory, learn_key, DEVICE_AXIS)
         finished = collectives.total(completed, DEVICE_AXIS)
-        return state.replace(learner=learner, learner_key=learner_key), (metrics, finished)
+        outputs = (metrics, finished, experience_log.experience(trajectory)) if record else (metrics, finished)
+        return state.replace(learner=learner, learner_key=learner_key), outputs
 
     return update
 
@@ -189,11 +194,6 @@ def make_unroll(env: Environment, agent: Agent, unroll_length: int) -> Callable:
     return unroll
 
 
-def write_at(stacked: Any, index: jax.Array, tree: Any) -> Any:
-    """`stacked` (leaves `[T + 1, ...]`) with `tree` written at `index` along the leading axis."""
-    return jax.tree.map(lambda xs, x: jax.lax.dynamic_update_index_in_dim(xs, x, index, 0), stacked, tree)
-
-
 def split_unroll_keys(actor_keys: chex.PRNGKey, num_steps: int) -> tuple[chex.PRNGKey, chex.PRNGKey]:
     """`(next actor keys [B], acting keys [num_steps, B])`: each environment's draws come from its own key."""
     actor_keys, unroll_keys = split_keys(actor_keys)
@@ -209,6 +209,7 @@ def make_dispatch(
     check_finite: bool = True,
     members: int = 0,
     members_in_parallel: int = 0,
+    record: bool = False,
 ):
     """The program of one dispatch: up to K updates on every device of `mesh`, jitted (compile it with `.lower`).
 
@@ -221,16 +222,19 @@ def make_dispatch(
     `check_finite`, `finite` says whether each leaf of the final learner
     state is finite (`podracer.run.finite.leaf_flags`; empty without). A
     population's outputs have a leading member axis; its members run
-    `members_in_parallel` at a time (`over_members`). The input state's
-    buffers are donated.
+    `members_in_parallel` at a time (`over_members`). With `record` (a single
+    run), the outputs end with every update's steps, `[K, T, B, ...]`, split
+    over the devices like the environments, for the dataset logger. The input
+    state's buffers are donated.
     """
 
     def update_for(agent: Agent, data: Any) -> Callable:
-        update = make_per_device_update(env, agent, unroll_length)
+        update = make_per_device_update(env, agent, unroll_length, record)
         return lambda state: update(state, None)
 
+    recorded = PartitionSpec(None, None, DEVICE_AXIS) if record else None  # [K, T, B, ...]
     program = make_program(
-        update_for, agent_for, updates_per_dispatch, mesh, (), check_finite, members, members_in_parallel
+        update_for, agent_for, updates_per_dispatch, mesh, (), check_finite, members, members_in_parallel, recorded
     )
     return jax.jit(
         lambda state, hyperparameters, updates: program(state, hyperparameters, updates, ()), donate_argnums=0
@@ -250,47 +254,29 @@ def make_program(
     check_finite: bool = True,
     members: int = 0,
     members_in_parallel: int = 0,
+    recorded_specs: PartitionSpec | None = None,
 ):
     """`program(state, hyperparameters, updates, data)`: up to K updates `update_for` makes, on every device (see
     `make_dispatch`), of `data` laid out by `data_specs` (a dataset on the devices for offline training, `()` for
-    none), which every member of a population shares. Not jitted: its callers jit it, donating the state."""
+    none), which every member of a population shares. With `recorded_specs`, each update's outputs end with what
+    it recorded, laid out so. Not jitted: its callers jit it, donating the state."""
 
     def run_member(state, hyperparameters, updates, data):
         step = update_for(agent_for(hyperparameters), data)
         state = state.replace(learner=per_device.local(state.learner))
-        state, (metrics, completed) = repeat_into_slots(step, state, updates, updates_per_dispatch)
+        state, (metrics, completed, *recorded) = repeat_into_slots(step, state, updates, updates_per_dispatch)
         flags = finite.leaf_flags(per_device.replicated_part(state.learner)) if check_finite else {}
-        return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags)
+        return state.replace(learner=per_device.global_(state.learner)), (metrics, completed, flags, *recorded)
 
     def on_device(state, hyperparameters, updates, data):
         run = over_members(lambda state, varied: run_member(state, varied, updates, data), members, members_in_parallel)
         return run(state, hyperparameters)
 
+    outputs_specs = REPLICATED if recorded_specs is None else (REPLICATED,) * 3 + (recorded_specs,)
+
     def program(state, hyperparameters, updates, data):
         specs = state_specs(state, members)
-        in_specs, out_specs = (specs, REPLICATED, REPLICATED, data_specs), (specs, REPLICATED)
+        in_specs, out_specs = (specs, REPLICATED, REPLICATED, data_specs), (specs, outputs_specs)
         return per_device_program(on_device, mesh, in_specs, out_specs)(state, hyperparameters, updates, data)
 
     return program
-
-
-def repeat_into_slots(step: Callable, state: Any, repeats: jax.Array, slots: int) -> tuple[Any, Any]:
-    """`repeats` (1 to `slots`) calls of `step(state) -> (state, outputs)` in a `fori_loop`: the last state, and the
-    outputs stacked over `slots` (the first `repeats` written, the rest zeros), so one program serves any count.
-
-    Anakin's dispatch (updates) and the meta-trainer's (meta-updates) both run this way.
-    """
-    shapes = jax.eval_shape(step, state)[1]
-    stacked = jax.tree.map(lambda x: jnp.zeros((slots, *x.shape), x.dtype), shapes)
-
-    def one(index, carry):
-        state, outputs = carry
-        state, step_outputs = step(state)
-        return state, write_at(outputs, index, step_outputs)
-
-    return jax.lax.fori_loop(0, repeats, one, (state, stacked))
-
-
-def updates_run(outputs: Any, updates: int, members: int = 0) -> Any:
-    """The first `updates` slots of a dispatch's stacked outputs (after a population's member axis)."""
-    return jax.tree.map(lambda x: x[:, :updates] if members else x[:updates], outputs)

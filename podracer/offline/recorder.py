@@ -23,9 +23,11 @@ class EpisodeRecorder:
         self._open: list[dict | None] = [None] * num_envs
 
     def start(self, timestep: TimeStep) -> None:
-        """Opens every environment's episode at the batch's first timestep (numpy `[B]`, all FIRST)."""
+        """Opens each environment's episode at the batch's first timestep (numpy `[B]`); an environment that is
+        not at an episode's FIRST timestep (a resumed run's) is recorded from its next episode on."""
         for env in range(len(self._open)):
-            self._open_at(env, timestep)
+            if timestep.step_type[env] == FIRST:
+                self._open_at(env, timestep)
 
     def step(self, action: np.ndarray, timestep: TimeStep) -> list[Episode]:
         """Records `action` `[B, ...]` and the timestep it led to `[B]`; the episodes that ended with it."""
@@ -33,6 +35,8 @@ class EpisodeRecorder:
         for env, episode in enumerate(self._open):
             if timestep.step_type[env] == FIRST:  # The step after a LAST: a new episode, the action ignored.
                 self._open_at(env, timestep)
+                continue
+            if episode is None:  # Joined mid-episode: waits for the next.
                 continue
             last = timestep.step_type[env] == LAST
             episode["observations"].append(jax.tree.map(lambda x, i=env: x[i], timestep.observation))

@@ -16,10 +16,10 @@ one device's on the whole batch, as for online runs. A transition comes as a
 `Trajectory` of two timesteps, the one an action was taken at and the one it
 led to, which the agents' `transitions` reads as it reads any trajectory:
 reward and discount (0 where the episode terminated) on the second, which is
-LAST where the episode ended, by termination or truncation.
+LAST where the episode ended, by termination or truncation. The extras hold
+the dataset's action at the next observation (`next_action`, ReBRAC's critic
+penalty reads it).
 """
-
-from typing import Any
 
 import chex
 import jax
@@ -88,7 +88,10 @@ def sample(device_rows: DeviceRows, key: chex.PRNGKey, batch_size: int, axis_nam
         return jnp.where(held.reshape((-1,) + (1,) * (taken.ndim - 1)), taken, jnp.zeros_like(taken))
 
     now = jax.tree.map(lambda x: gather(x, 0), rows)
-    after = jax.tree.map(lambda x: gather(x, 1), rows["observation"])
+    after = {
+        "observation": jax.tree.map(lambda x: gather(x, 1), rows["observation"]),
+        "action": gather(rows["action"], 1),
+    }
     if axis_name is not None:
         now, after = jax.tree.map(
             lambda x: jax.lax.psum_scatter(x, axis_name, scatter_dimension=0, tiled=True), (now, after)
@@ -96,14 +99,15 @@ def sample(device_rows: DeviceRows, key: chex.PRNGKey, batch_size: int, axis_nam
     return _as_trajectory(now, after)
 
 
-def _as_trajectory(now: dict, after: Any) -> Trajectory:
-    """Transitions `[S]` as two-timestep trajectories `[2, S]` (`[1, S]` actions)."""
+def _as_trajectory(now: dict, after: dict) -> Trajectory:
+    """Transitions `[S]` as two-timestep trajectories `[2, S]` (`[1, S]` actions), the dataset's next actions in
+    the extras (zeros after an episode's last step, where no action was taken)."""
     ended = (now["terminated"] + now["truncated"]) > 0
     mid = jnp.full(ended.shape, MID, jnp.int32)
     timestep = TimeStep(
         step_type=jnp.stack([mid, jnp.where(ended, LAST, MID)]),
         reward=jnp.stack([jnp.zeros_like(now["reward"]), now["reward"]]),
         discount=jnp.stack([jnp.ones_like(now["reward"]), 1.0 - now["terminated"]]),
-        observation=jax.tree.map(lambda x, y: jnp.stack([x, y]), now["observation"], after),
+        observation=jax.tree.map(lambda x, y: jnp.stack([x, y]), now["observation"], after["observation"]),
     )
-    return Trajectory(timestep=timestep, action=now["action"][None], extras={})
+    return Trajectory(timestep=timestep, action=now["action"][None], extras={"next_action": after["action"][None]})

@@ -14,8 +14,10 @@ both computed by their `rliable` library, the `stats` extra
 (`podracer.plot.bootstrap`).
 
 A run's score is the mean return of its last 100 episodes
-(`podracer.run.contract.recent_return`); at each logged step, the same up to
-that step, so the curve ends at the final score. The runs are the workdirs
+(`podracer.run.contract.recent_return`), or of its last 100 evaluation
+episodes where no training episode ends (a run that trains from a dataset);
+at each logged step, the same up to that step, so the curve ends at the final
+score. The runs are the workdirs
 given, or a population's members (a workdir whose records hold `members`).
 They are grouped by environment (`env.name` in each workdir's `config.json`)
 and agent (`agent.name`, with a population's varied hyperparameters): returns
@@ -131,10 +133,13 @@ def read_config(workdir: str) -> ConfigDict:
 def score_curve(records: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
     """`(steps, scores)`: at each record, the mean return of the last 100 episodes up to it.
 
-    Records before the first episode ended have no score and are left out.
+    Records before the first episode ended have no score and are left out. A
+    run in which no training episode ends (one that trains from a dataset) is
+    scored by its evaluations' episodes instead (`eval_mean_return`).
     """
     steps = column(records, "step")
-    scores = np.array([recent_return(records[: index + 1]) for index in range(len(records))])
+    evaluated = not any(record.get("episodes") for record in records)
+    scores = np.array([recent_return(records[: index + 1], evaluated=evaluated) for index in range(len(records))])
     kept = np.isfinite(scores) & np.isfinite(steps)
     return steps[kept], scores[kept]
 

@@ -58,7 +58,7 @@ def test_soft_bellman_target_matches_numpy_term_by_term():
         target_critic=scaled(state.critic.params, 1.5),  # Apart from the online critics, which must not be used.
     )
     batch, key = make_batch(), jax.random.key(7)
-    targets = off_policy.td_targets(batch, sac.next_value(state, batch.next_observation, key))
+    targets = off_policy.td_targets(batch, sac.next_value(state, batch, key))
 
     outputs = jax.tree.map(np.asarray, state.actor.params(batch.next_observation))
     noise = np.asarray(jax.random.normal(key, outputs["mean"].shape), np.float64)

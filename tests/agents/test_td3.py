@@ -52,7 +52,7 @@ def test_clipped_double_q_target_with_smoothing_noise_matches_numpy_term_by_term
         weights=np.ones(S, np.float32),
     )
     key = jax.random.key(5)
-    targets = off_policy.td_targets(batch, td3.next_value(state, next_observation, key, 0.6, 0.5))
+    targets = off_policy.td_targets(batch, td3.next_value(state, batch, key, 0.6, 0.5))
 
     target_mu = np.asarray(state.actor.params.replace(variables=state.own)(next_observation), np.float64)
     noise = np.asarray(jax.random.normal(key, target_mu.shape), np.float64)

@@ -15,7 +15,8 @@ import pytest
 import podracer
 from podracer import defaults
 from podracer.config.errors import ConfigError
-from tests.helpers import last_json_line, run_module
+from podracer.offline import minari_files
+from tests.helpers import last_json_line, load_config, run_module
 from tests.offline.datasets import record
 
 
@@ -46,6 +47,7 @@ def offline_config(agent: str, env: str, dataset: str, **fields):
     return config
 
 
+@pytest.mark.slow  # 2,000 gradient steps and 100 evaluation episodes.
 @pytest.mark.learning("evaluation, 100 episodes", at_least=400, random=22)
 def test_behaviour_cloning_of_a_scripted_expert_plays_cartpole_like_it(datasets, learning):
     """2,000 gradient steps of discrete BC (cross-entropy) on 2,000 transitions of a controller that scores 500:
@@ -60,7 +62,28 @@ def test_behaviour_cloning_of_a_scripted_expert_plays_cartpole_like_it(datasets,
     learning.check(podracer.recent_return(result.history, evaluated=True))
 
 
-@pytest.mark.parametrize("agent", ["iql", "td3_bc"])
+@pytest.mark.slow  # 4,000 gradient steps and 100 evaluation episodes.
+@pytest.mark.learning("evaluation, 100 episodes", at_least=400, random=22)
+def test_cql_learns_cartpole_from_an_expert_alone_where_its_regulariser_is_what_holds_it(datasets, learning):
+    """4,000 gradient steps of discrete CQL (alpha 1, the target network moved 0.005 of the way each step) on the
+    expert's 2,000 transitions: the greedy policy scores as the expert does. The dataset never shows what the
+    other action leads to, and without the regulariser (alpha 0, offline double DQN) its Q-values there go
+    unchecked: seeds 0-4 then score 184, 113, 64, 79 and 61, so the test fails where the regulariser does not
+    act."""
+    config = offline_config(
+        "cql", "cartpole", str(datasets["folder"] / "cartpole-expert-v0"), total_steps=4_000, seed=learning.seed
+    )
+    config.network.hidden_sizes = (64, 64)
+    config.agent.alpha = 1.0
+    config.evaluation.every_steps, config.evaluation.episodes = 4_000, 100
+    config.optimizer.learning_rate = 1e-3
+    result = podracer.train(config)
+    assert result.history[-1]["cql_regulariser"] > 0.0
+    learning.check(podracer.recent_return(result.history, evaluated=True))
+
+
+@pytest.mark.slow  # Four agents, each compiled twice (its resumed run's program is another process's in practice).
+@pytest.mark.parametrize("agent", ["iql", "td3_bc", "rebrac", "cql"])
 def test_a_run_resumed_from_its_checkpoint_ends_bitwise_where_it_did(tmp_path, datasets, agent):
     """40 gradient steps, a checkpoint at 20: resumed from it in a copy of the workdir, the run ends on the same
     parameters, optimiser states and targets, bit for bit (the dataset is not in the checkpoint: it is read again)."""
@@ -124,3 +147,42 @@ def test_eight_devices_sample_the_same_batches_and_make_the_same_updates_as_one(
     assert result.returncode == 0, result.stderr
     summary = last_json_line(result.stdout)
     assert summary["bc"] < 1e-5 and summary["iql"] < 1e-5, summary
+
+
+def test_a_run_records_its_training_experience_as_the_episodes_it_reports(tmp_path):
+    """`logger.dataset`: the dataset holds exactly the episodes that ended in the run's records, over the session's
+    2 devices, and trains BC; a run stopped before its end leaves no dataset."""
+    path = str(tmp_path / "cartpole-replay-v0")
+    config = load_config("anakin_cartpole_ppo", {"total_steps": 4_096, "logger.dataset": path, "num_envs": 8})
+    result = podracer.train(config)
+    episodes, *_, metadata = minari_files.read(path)
+    assert len(episodes) == sum(record["episodes"] for record in result.history) == metadata["episodes"]
+    assert metadata["mean_return"] == pytest.approx(podracer.recent_return(result.history, episodes=10**9))
+    for episode in episodes:  # CartPole pays 1 a step; a fallen pole terminates before 500 steps.
+        assert episode.rewards.sum() == episode.steps and episode.terminations[-1] and episode.steps < 500
+    assert metadata["from_step"] == 0 and metadata["recorded"] == "the run's training experience"
+
+    def stop(event):
+        raise KeyboardInterrupt
+
+    stopped = load_config("anakin_cartpole_ppo", {"total_steps": 4_096, "logger.dataset": path + "2", "num_envs": 8})
+    with pytest.raises(KeyboardInterrupt):
+        podracer.train(stopped, callbacks=[stop])
+    assert sorted(os.listdir(tmp_path)) == ["cartpole-replay-v0"]
+
+
+def test_recording_is_refused_where_it_cannot_work(datasets, tmp_path):
+    existing = str(datasets["folder"] / "cartpole-expert-v0")
+    cases = [
+        ({"logger.dataset": existing}, "exists already"),
+        ({"logger.dataset": str(tmp_path / "no" / "d")}, "folder does not exist"),
+        ({"logger.dataset": str(tmp_path / "d"), "population.seed": (0, 1)}, "records one run of one process"),
+    ]
+    for fields, words in cases:
+        with pytest.raises(ConfigError, match=words) as raised:
+            podracer.validate_config(load_config("anakin_cartpole_ppo", fields))
+        assert raised.value.field == "logger.dataset"
+    config = offline_config("bc", "cartpole", existing)
+    config.logger.dataset = str(tmp_path / "d")
+    with pytest.raises(ConfigError, match="records the experience of an online Anakin run"):
+        podracer.validate_config(config)

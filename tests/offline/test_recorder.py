@@ -48,3 +48,14 @@ def test_each_environment_episode_is_cut_at_its_last_step_and_the_reset_step_is_
 def test_an_episode_of_mismatched_lengths_is_refused():
     with pytest.raises(ValueError, match="needs 3 observations"):
         Episode(np.zeros((2, 1)), np.zeros(2), np.zeros(2), np.zeros(2, bool), np.zeros(2, bool))
+
+
+def test_an_environment_joined_mid_episode_is_recorded_from_its_next_episode():
+    """A resumed run's environments are mid-episode: their first whole episode is the next one."""
+    recorder = EpisodeRecorder(2)
+    recorder.start(batch([MID, FIRST], [0, 0], [1, 1], [10, 20]))
+    ended = recorder.step(np.asarray([1, 2], np.int32), batch([LAST, LAST], [1.0, 2.0], [0, 0], [11, 21]))
+    assert [episode.observations["x"].tolist() for episode in ended] == [[20, 21]]
+    recorder.step(np.asarray([0, 0], np.int32), batch([FIRST, FIRST], [0, 0], [1, 1], [30, 40]))
+    ended = recorder.step(np.asarray([3, 4], np.int32), batch([LAST, LAST], [1.0, 1.0], [1, 1], [31, 41]))
+    assert [episode.observations["x"].tolist() for episode in ended] == [[30, 31], [40, 41]]

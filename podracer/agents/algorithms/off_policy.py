@@ -107,12 +107,15 @@ class Batch(NamedTuple):
     next_observation: Any
     valid: chex.Array  # 0 for the step from an episode's last timestep to the next one's first.
     weights: chex.Array  # Importance weights, 1 for a uniform buffer.
+    next_action: chex.Array | None = None  # A dataset's action at the next observation, in [-1, 1]^D (ReBRAC's).
 
 
 def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_clip: float = 0.0) -> Batch:
-    """The transitions of sampled sequences of two timesteps, their actions mapped into [-1, 1]^D."""
+    """The transitions of sampled sequences of two timesteps, their actions mapped into [-1, 1]^D; a dataset's
+    batch also holds the action taken at each next observation (`extras["next_action"]`, `podracer.offline`)."""
     tr = transitions(sample.trajectory, gamma, reward_clip)
     observation = sample.trajectory.timestep.observation
+    next_action = sample.trajectory.extras.get("next_action") if isinstance(sample.trajectory.extras, dict) else None
     return Batch(
         observation=jax.tree.map(lambda x: x[0], observation),
         action=cn.from_bounds(sample.trajectory.action[0], actor),
@@ -121,6 +124,7 @@ def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_cli
         next_observation=jax.tree.map(lambda x: x[1], observation),
         valid=tr.valid[0],
         weights=sample.weights,
+        next_action=None if next_action is None else cn.from_bounds(next_action[0], actor),
     )
 
 
@@ -160,10 +164,25 @@ class Rules:
 
     make_actor: Callable[[int, tuple, tuple], nn.Module]  # (D, low, high) -> the actor module.
     init_own: Callable[[cn.Model], Any]  # The agent's own learner state, from its first actor.
-    next_value: Callable[[OffPolicyState, Any, chex.PRNGKey], chex.Array]  # v(s') `[S]` of next observations.
+    next_value: Callable[[OffPolicyState, Batch, chex.PRNGKey], chex.Array]  # v(s') `[S]` of the next observations.
     improve: Callable[[OffPolicyState, Batch, chex.PRNGKey, Any], tuple[OffPolicyState, dict]]  # Actor, targets.
     act: Callable[[cn.Model, Any, chex.PRNGKey], tuple]
     greedy_act: Callable[[cn.Model, Any, chex.PRNGKey], tuple]
+    # (state, critic, batch, key) -> (a term added to the critics' loss, its metrics): CQL's regulariser; None: none.
+    critic_penalty: Callable[[OffPolicyState, cn.Model, Batch, chex.PRNGKey], tuple[chex.Array, dict]] | None = None
+
+
+def critics_objective(rules: Rules, state: OffPolicyState, batch: Batch, targets: chex.Array, key: chex.PRNGKey):
+    """`critic -> (loss, (metrics, priorities))`: `critic_loss`, plus the agent's `critic_penalty` if it has one."""
+
+    def objective(critic: cn.Model) -> tuple[chex.Array, tuple[dict, chex.Array]]:
+        loss, (metrics, priorities) = critic_loss(critic, batch, targets)
+        if rules.critic_penalty is None:
+            return loss, (metrics, priorities)
+        penalty, penalty_metrics = rules.critic_penalty(state, critic, batch, key)
+        return loss + penalty, ({**metrics, **penalty_metrics}, priorities)
+
+    return objective
 
 
 def make_off_policy_optimizer(config: ConfigDict, num_updates: int) -> optax.GradientTransformation:
@@ -180,7 +199,7 @@ def build(config: ConfigDict, num_updates: int, rules: Rules, offline: bool = Fa
     agent_config = config.agent
     replay_setup = None if offline else shared_fields.replay_setup(config, sequence_length=2)
     optimizer = make_off_policy_optimizer(config, num_updates)
-    network = {"hidden_sizes": tuple(config.network.hidden_sizes), "activation": config.network.activation}
+    network = cn.network_fields(config.network)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> OffPolicyState:
         size, low, high = cn.bounds(action_spec)
@@ -204,9 +223,11 @@ def build(config: ConfigDict, num_updates: int, rules: Rules, offline: bool = Fa
         key, target_key, improve_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
         device = collectives.axis_index(axis_name)  # Each device draws its own noise, as it samples its own data.
         batch = batch_from(sample, state.actor.params.module, agent_config.gamma, agent_config.reward_clip)
-        next_value = rules.next_value(state, batch.next_observation, jax.random.fold_in(target_key, device))
+        next_value = rules.next_value(state, batch, jax.random.fold_in(target_key, device))
         targets = td_targets(batch, next_value)
-        grad_fn = collectives.local_grad(lambda critic: critic_loss(critic, batch, targets), axis_name)
+        penalty_key = jax.random.fold_in(jax.random.fold_in(target_key, device), 1)  # Drawn from only with one.
+        objective = critics_objective(rules, state, batch, targets, penalty_key)
+        grad_fn = collectives.local_grad(objective, axis_name)
         grads, (metrics, priorities) = grad_fn(state.critic.params)
         grads, metrics = collectives.mean((grads, metrics), axis_name)
         updates, opt_state = optimizer.update(grads, state.critic.opt_state, state.critic.params)

@@ -37,16 +37,24 @@ from podracer.agents.models import continuous_networks as cn
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 
+OWN_DEFAULTS = {
+    "target_entropy": None,  # None: -D, for D action dimensions. At most 0.
+    "initial_temperature": 1.0,  # alpha before its first step.
+}
+"""SAC's own fields of `config.agent`, which CQL keeps."""
+
 
 def defaults() -> ConfigDict:
-    return off_policy.defaults(
-        target_entropy=None,  # None: -D, for D action dimensions. At most 0.
-        initial_temperature=1.0,  # alpha before its first step.
-    )
+    return off_policy.defaults(**OWN_DEFAULTS)
 
 
 def validate(config: ConfigDict) -> None:
     off_policy.validate(config)
+    validate_own_fields(config)
+
+
+def validate_own_fields(config: ConfigDict) -> None:
+    """SAC's own fields, beside the off-policy agents' shared ones."""
     field_checks.number(config, "agent.initial_temperature", example=1.0, above=0.0)
     target = config.agent.target_entropy
     if target is not None and not field_checks.is_number(target, at_most=0.0):
@@ -65,8 +73,9 @@ def temperature_loss(log_alpha: chex.Array, entropy: chex.Array, target_entropy:
     return loss, {"temperature_loss": loss}
 
 
-def next_value(state: off_policy.OffPolicyState, observation: Any, key: chex.PRNGKey) -> chex.Array:
+def next_value(state: off_policy.OffPolicyState, batch: off_policy.Batch, key: chex.PRNGKey) -> chex.Array:
     """The soft value of the next states `[S]`: min_i Q'_i(s', a') - alpha log pi(a'|s'), a' ~ pi(.|s')."""
+    observation = batch.next_observation
     outputs = state.actor.params(observation)
     action, log_prob = cn.squashed_sample(outputs, jax.random.normal(key, outputs["mean"].shape))
     target_critic = state.target_critic
@@ -98,11 +107,16 @@ def greedy_act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[c
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
+    return off_policy.build(config, num_updates, make_rules(config, num_updates))
+
+
+def make_rules(config: ConfigDict, num_updates: int) -> off_policy.Rules:
+    """SAC's part of the agent (`off_policy.Rules`): its squashed Gaussian actor, soft values and temperature."""
     agent_config, network = config.agent, config.network
     optimizer = off_policy.make_off_policy_optimizer(config, num_updates)
 
     def make_actor(size: int, low: tuple, high: tuple) -> cn.GaussianActor:
-        return cn.GaussianActor(size, low, high, tuple(network.hidden_sizes), network.activation)
+        return cn.GaussianActor(size, low, high, **cn.network_fields(network))
 
     def init_own(actor: cn.Model) -> LearnerState:
         log_alpha = jnp.log(jnp.float32(agent_config.initial_temperature))
@@ -128,8 +142,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         metrics = {"actor_grad_norm": metrics.pop("grad_norm"), **metrics, "alpha": alpha}
         return state, {**metrics, "temperature_loss": temperature_metrics["temperature_loss"]}
 
-    rules = off_policy.Rules(make_actor, init_own, next_value, improve, act, greedy_act)
-    return off_policy.build(config, num_updates, rules)
+    return off_policy.Rules(make_actor, init_own, next_value, improve, act, greedy_act)
 
 
 registry.register(

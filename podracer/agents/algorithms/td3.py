@@ -32,18 +32,26 @@ from podracer.agents.learning.optimizer import sgd_step
 from podracer.agents.models import continuous_networks as cn
 from podracer.config import field_checks
 
+OWN_DEFAULTS = {
+    "policy_delay": 2,  # Critic steps per actor and target step.
+    "exploration_noise": 0.1,  # sigma of the acting noise.
+    "target_noise": 0.2,  # sigma~ of the target policy smoothing noise.
+    "target_noise_clip": 0.5,  # c: the smoothing noise is clipped to [-c, c].
+}
+"""TD3's own fields of `config.agent`, which TD3+BC and ReBRAC keep."""
+
 
 def defaults() -> ConfigDict:
-    return off_policy.defaults(
-        policy_delay=2,  # Critic steps per actor and target step.
-        exploration_noise=0.1,  # sigma of the acting noise.
-        target_noise=0.2,  # sigma~ of the target policy smoothing noise.
-        target_noise_clip=0.5,  # c: the smoothing noise is clipped to [-c, c].
-    )
+    return off_policy.defaults(**OWN_DEFAULTS)
 
 
 def validate(config: ConfigDict) -> None:
     off_policy.validate(config)
+    validate_own_fields(config)
+
+
+def validate_own_fields(config: ConfigDict) -> None:
+    """TD3's own fields (beside the off-policy agents' shared ones), which TD3+BC and ReBRAC keep."""
     field_checks.integer(config, "agent.policy_delay", at_least=1, example=2)
     for field, example in (("exploration_noise", 0.1), ("target_noise", 0.2), ("target_noise_clip", 0.5)):
         field_checks.number(config, f"agent.{field}", example=example, at_least=0.0)
@@ -56,12 +64,22 @@ def smoothed_target_action(mu: chex.Array, noise: chex.Array, target_noise: floa
 
 
 def next_value(
-    state: off_policy.OffPolicyState, observation: Any, key: chex.PRNGKey, target_noise: float, noise_clip: float
+    state: off_policy.OffPolicyState,
+    batch: off_policy.Batch,
+    key: chex.PRNGKey,
+    target_noise: float,
+    noise_clip: float,
+    cloning_penalty: float = 0.0,
 ) -> chex.Array:
-    """min_i Q'_i(s', a') `[S]` of the smoothed target action a' (eq. 14)."""
+    """min_i Q'_i(s', a') `[S]` of the smoothed target action a' (eq. 14); with `cloning_penalty` beta_2 > 0, less
+    beta_2 |a' - a'_D|^2, a'_D the dataset's next action (ReBRAC's critic penalty, Tarasov et al. 2023, eq. 3)."""
+    observation = batch.next_observation
     mu = state.actor.params.replace(variables=state.own)(observation)  # The target actor.
     action = smoothed_target_action(mu, jax.random.normal(key, mu.shape), target_noise, noise_clip)
-    return off_policy.min_q(state.target_critic, observation, action)
+    value = off_policy.min_q(state.target_critic, observation, action)
+    if cloning_penalty:
+        value = value - cloning_penalty * jnp.sum((action - batch.next_action) ** 2, axis=-1)
+    return value
 
 
 ActorLoss = Callable[[cn.Model, off_policy.Batch, cn.Model, str | None], tuple[chex.Array, dict]]
@@ -107,10 +125,11 @@ def make_rules(config: ConfigDict, num_updates: int, minimised: ActorLoss = acto
     tau = agent_config.target_tau
 
     def make_actor(size: int, low: tuple, high: tuple) -> cn.DeterministicActor:
-        return cn.DeterministicActor(size, low, high, tuple(network.hidden_sizes), network.activation)
+        return cn.DeterministicActor(size, low, high, **cn.network_fields(network))
 
-    def value(state: off_policy.OffPolicyState, observation: Any, key: chex.PRNGKey) -> chex.Array:
-        return next_value(state, observation, key, agent_config.target_noise, agent_config.target_noise_clip)
+    def value(state: off_policy.OffPolicyState, batch: off_policy.Batch, key: chex.PRNGKey) -> chex.Array:
+        smoothing = (agent_config.target_noise, agent_config.target_noise_clip)
+        return next_value(state, batch, key, *smoothing, agent_config.get("critic_bc_coef", 0.0))
 
     def improve(state: off_policy.OffPolicyState, batch: off_policy.Batch, key: chex.PRNGKey, axis_name):
         del key  # The deterministic policy gradient draws nothing.

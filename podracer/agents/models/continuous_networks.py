@@ -65,10 +65,11 @@ class GaussianActor(nn.Module):
     high: tuple[float, ...]
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, observation: Any) -> dict:
-        features = MLP(self.hidden_sizes, self.activation)(_features(observation))
+        features = MLP(self.hidden_sizes, self.activation, self.layer_norm)(_features(observation))
         log_std = dense(self.action_size, 0.01)(features)
         return {
             "mean": dense(self.action_size, 0.01)(features),
@@ -84,21 +85,23 @@ class DeterministicActor(nn.Module):
     high: tuple[float, ...]
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, observation: Any) -> jnp.ndarray:
-        features = MLP(self.hidden_sizes, self.activation)(_features(observation))
+        features = MLP(self.hidden_sizes, self.activation, self.layer_norm)(_features(observation))
         return jnp.tanh(dense(self.action_size, 0.01)(features))
 
 
 class _Critic(nn.Module):
     hidden_sizes: Sequence[int]
     activation: str
+    layer_norm: bool
 
     @nn.compact
     def __call__(self, observation: Any, action: jnp.ndarray) -> jnp.ndarray:
         inputs = jnp.concatenate([_features(observation), action.astype(jnp.float32)], axis=-1)
-        return dense(1, 1.0)(MLP(self.hidden_sizes, self.activation)(inputs))[..., 0]
+        return dense(1, 1.0)(MLP(self.hidden_sizes, self.activation, self.layer_norm)(inputs))[..., 0]
 
 
 class StateValue(nn.Module):
@@ -106,10 +109,11 @@ class StateValue(nn.Module):
 
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, observation: Any) -> jnp.ndarray:
-        return dense(1, 1.0)(MLP(self.hidden_sizes, self.activation)(_features(observation)))[..., 0]
+        return dense(1, 1.0)(MLP(self.hidden_sizes, self.activation, self.layer_norm)(_features(observation)))[..., 0]
 
 
 class TwinCritic(nn.Module):
@@ -117,11 +121,22 @@ class TwinCritic(nn.Module):
 
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, observation: Any, action: jnp.ndarray) -> jnp.ndarray:
-        critics = [_Critic(tuple(self.hidden_sizes), self.activation) for _ in range(NUM_CRITICS)]
+        critics = [_Critic(tuple(self.hidden_sizes), self.activation, self.layer_norm) for _ in range(NUM_CRITICS)]
         return jnp.stack([critic(observation, action) for critic in critics], axis=-1)
+
+
+def network_fields(network: Any) -> dict:
+    """The fields of these networks `config.network` sets: `hidden_sizes`, `activation` and `layer_norm` (on every
+    hidden layer, as ReBRAC's networks have it)."""
+    return {
+        "hidden_sizes": tuple(network.hidden_sizes),
+        "activation": network.activation,
+        "layer_norm": network.layer_norm,
+    }
 
 
 def bounds(action_spec: Any) -> tuple[int, tuple[float, ...], tuple[float, ...]]:

@@ -92,7 +92,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
             )
         else:
             size, low, high = cn.bounds(action_spec)
-            actor = cn.DeterministicActor(size, low, high, tuple(network.hidden_sizes), network.activation)
+            actor = cn.DeterministicActor(size, low, high, **cn.network_fields(network))
             params = cn.init_model(key, actor, observation_spec)
         return LearnerState(params, optimizer.init(params))
 

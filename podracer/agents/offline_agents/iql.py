@@ -99,10 +99,7 @@ def critic_loss(critic: cn.Model, batch: off_policy.Batch, next_v: chex.Array) -
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = (
-        config.agent,
-        {"hidden_sizes": tuple(config.network.hidden_sizes), "activation": config.network.activation},
-    )
+    agent_config, network = config.agent, cn.network_fields(config.network)
     optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=num_updates)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> IQLState:

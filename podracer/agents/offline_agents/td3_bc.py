@@ -26,21 +26,13 @@ from podracer.devices import collectives
 
 
 def defaults() -> ConfigDict:
-    return off_policy.defaults(
-        offline=True,
-        policy_delay=2,  # Critic steps per actor and target step.
-        exploration_noise=0.1,  # sigma of `act`'s noise (evaluation with evaluation.greedy=False).
-        target_noise=0.2,  # sigma~ of the target policy smoothing noise.
-        target_noise_clip=0.5,  # c: the smoothing noise is clipped to [-c, c].
-        alpha=2.5,  # How much Q weighs against the behaviour cloning term.
-    )
+    alpha = 2.5  # How much Q weighs against the behaviour cloning term.
+    return off_policy.defaults(offline=True, **td3.OWN_DEFAULTS, alpha=alpha)
 
 
 def validate(config: ConfigDict) -> None:
     off_policy.validate(config, offline=True)
-    field_checks.integer(config, "agent.policy_delay", at_least=1, example=2)
-    for field, example in (("exploration_noise", 0.1), ("target_noise", 0.2), ("target_noise_clip", 0.5)):
-        field_checks.number(config, f"agent.{field}", example=example, at_least=0.0)
+    td3.validate_own_fields(config)
     field_checks.number(config, "agent.alpha", example=2.5, at_least=0.0)
 
 

@@ -1,0 +1,54 @@
+"""The dataset logger: every environment step a run trains on, recorded as a dataset (`config.logger.dataset`).
+
+D4RL's "replay" datasets are the experience an agent gathered while it
+learned, its early, poor episodes and its later, better ones together. With
+`logger.dataset = PATH`, an Anakin run hands each dispatch's steps (every
+environment's action and the timestep it led to, which the compiled program
+returns beside its metrics) to an `ExperienceLog`, which cuts them into whole
+episodes (`podracer.offline.recorder`) and, when the run has made all its
+updates, writes them as the Minari dataset PATH (`minari_files`), whole. A run
+that is killed or stopped leaves no PATH; a resumed run records from the
+episodes that start after it resumed, and its metadata says from which step.
+"""
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from podracer.envs.timestep import TimeStep
+from podracer.offline import minari_files
+from podracer.offline.episode_data import Episode, mean_return
+from podracer.offline.recorder import EpisodeRecorder
+
+
+class ExperienceLog:
+    """The episodes of a run's `num_envs` training environments, from its state's timestep on."""
+
+    def __init__(self, path: str, specs: tuple, first: TimeStep, metadata: dict):
+        self.path, self.specs, self.metadata = path, specs, metadata
+        self.episodes: list[Episode] = []
+        self._recorder = EpisodeRecorder(len(np.asarray(first.step_type)))
+        self._recorder.start(jax.tree.map(np.asarray, first))
+
+    def add(self, experience: dict) -> None:
+        """Records a dispatch's steps: `{"timestep": TimeStep, "action": ...}`, leaves `[updates, T, B, ...]`."""
+        timestep = jax.tree.map(np.asarray, experience["timestep"])
+        action = np.asarray(experience["action"])
+        for update in range(action.shape[0]):
+            for t in range(action.shape[1]):
+                step = jax.tree.map(lambda x, u=update, i=t: x[u, i], timestep)
+                self.episodes += self._recorder.step(action[update, t], step)
+
+    def write(self) -> None:
+        """Writes the episodes that ended as the dataset `path`, whole, with what made them in its metadata."""
+        steps = sum(episode.steps for episode in self.episodes)
+        metadata = {**self.metadata, "episodes": len(self.episodes), "steps": steps}
+        minari_files.write(
+            self.path, self.episodes, *self.specs, {**metadata, "mean_return": mean_return(self.episodes)}
+        )
+
+
+def experience(trajectory: Any) -> dict:
+    """What the dataset logger keeps of an unroll's `Trajectory`: its T actions and the T timesteps they led to."""
+    return {"timestep": jax.tree.map(lambda x: x[1:], trajectory.timestep), "action": trajectory.action}
