@@ -1,8 +1,8 @@
 """Anakin behaviour cloning on a dataset of gymnax's Pendulum-v1: the baseline the offline agents are measured against.
 
 A deterministic actor regressed onto the dataset's actions (mean squared error
-in the unit box), 256-256 ReLU, Adam 3e-4, batches of 256, as the offline
-agents' configs. `total_steps` counts gradient steps; every 2,000 of them
+in the unit box), 256-256 ReLU, Adam 3e-4, batches of 256; the other offline
+agents' Pendulum configs start from this one. `total_steps` counts gradient steps; every 2,000 of them
 the policy plays 16 episodes. Record the dataset first (docs/offline.md).
 Needs the gymnax and offline extras: pip install -e '.[gymnax,offline]'.
 """
@@ -21,4 +21,5 @@ def get_config():
     config.network.hidden_sizes = (256, 256)
     config.network.activation = "relu"
     config.optimizer.learning_rate = 3e-4
+    config.optimizer.max_grad_norm = 100.0  # The papers' agents do not clip gradients; this only guards blow-ups.
     return config

@@ -1,26 +1,18 @@
 """Anakin TD3+BC on a dataset of gymnax's Pendulum-v1 (Fujimoto and Gu 2021), evaluated online as it learns.
 
-The paper's settings: alpha 2.5, policy delay 2, target smoothing noise 0.2
-clipped at 0.5, tau 0.005, gamma 0.99, batches of 256, Adam 3e-4, and
-256-256 ReLU networks. `total_steps` counts gradient steps; every 2,000 of
-them the greedy policy plays 16 episodes. Record the dataset first
-(docs/offline.md): a TD3 run, then `podracer collect`. Needs the gymnax and
-offline extras: pip install -e '.[gymnax,offline]'.
+`configs/anakin_pendulum_bc.py` (its dataset, 256-256 ReLU networks, batches
+of 256, Adam 3e-4, 20,000 gradient steps, 16 evaluation episodes every
+2,000) with TD3+BC's own settings at the paper's values: alpha 2.5, policy
+delay 2, target smoothing noise 0.2 clipped at 0.5, tau 0.005, gamma 0.99.
+Record the dataset first (docs/offline.md). Needs the gymnax and offline
+extras: pip install -e '.[gymnax,offline]'.
 """
 
-from podracer import defaults
+import os
+
+from podracer import load_config
 
 
 def get_config():
-    config = defaults("td3_bc")
-    config.env.name = "gymnax:Pendulum-v1"
-    config.offline.dataset = "datasets/pendulum-medium-v0"
-    config.total_steps = 20_000  # Gradient steps.
-    config.log_records = 20
-    config.evaluation.every_steps = 2_000
-    config.evaluation.episodes = 16
-    config.network.hidden_sizes = (256, 256)
-    config.network.activation = "relu"
-    config.optimizer.learning_rate = 3e-4
-    config.optimizer.max_grad_norm = 100.0  # TD3+BC does not clip gradients; this only guards against blow-ups.
+    config = load_config(os.path.join(os.path.dirname(__file__), "anakin_pendulum_bc.py"), {"agent.name": "td3_bc"})
     return config

@@ -35,10 +35,9 @@ def dataset_returns(folder: str, family: str) -> dict[str, float]:
 
 
 def train(agent: str, family: str, dataset: str, out: str, seeds: int, episodes: int, overrides: dict) -> str:
-    """A population of `seeds` seeds of `agent` on `dataset`; its workdir."""
+    """A population of `seeds` seeds of `agent` on `dataset`; its workdir. A run an earlier call finished, or was
+    stopped in, resumes from its checkpoint (and a finished one has nothing left to do)."""
     workdir = os.path.join(out, f"{os.path.basename(dataset)}-{agent}")
-    if os.path.isfile(os.path.join(workdir, "metrics.jsonl")):
-        return workdir  # Done in an earlier call.
     fields = {"offline.dataset": dataset, "population.seed": tuple(range(seeds)), **overrides}
     config = podracer.load_config(f"configs/anakin_{family}_{agent}.py", fields)
     config.evaluation.every_steps, config.evaluation.episodes = config.total_steps, episodes

@@ -1,7 +1,7 @@
 """A dataset on the devices, split over them, and the batches of transitions a compiled program samples from it.
 
 `place` puts the dataset's rows (`podracer.offline.dataset`) onto the mesh
-once, in contiguous blocks of m rows per device, each block with the first
+once, in contiguous blocks of m rows per device, each block (on several) with the first
 row of the next one, so that a transition starting at a device's last row
 finds its next observation on the same device. Only a block of the rows is
 ever copied at a time. The list of transition rows is replicated.
@@ -37,7 +37,8 @@ from podracer.offline.dataset import Dataset
 
 @struct.dataclass
 class DeviceRows:
-    """A dataset on the mesh: `rows` leaves `[D, m + 1, ...]` split over the devices, `transition_rows` `[N]`."""
+    """A dataset on the mesh: `rows` leaves `[D, m + 1, ...]` (`[1, m, ...]` on one device) split over the devices,
+    `transition_rows` `[N]`."""
 
     rows: dict  # observation, action, reward, terminated and truncated (the two flags as float32).
     transition_rows: jax.Array  # int32 [N], replicated: the global rows that start a transition.
@@ -50,9 +51,11 @@ def partition_specs(device_rows: DeviceRows) -> DeviceRows:
 
 
 def place(dataset: Dataset, mesh: Mesh) -> DeviceRows:
-    """The dataset's rows on `mesh`'s devices, m = ceil(rows / devices) to a device, each block copied alone."""
+    """The dataset's rows on `mesh`'s devices, m = ceil(rows / devices) to a device, each block copied alone (on
+    one device, the rows as they are: an episode's last row starts no transition, so none needs a row after it)."""
     devices = mesh.size
     per_device = -(-dataset.rows // devices)
+    halo = 1 if devices > 1 else 0  # One device holds every next row already: its rows go on as they are.
     arrays = dataset.arrays()
     arrays["terminated"], arrays["truncated"] = (
         arrays[flag].astype(np.float32) for flag in ("terminated", "truncated")
@@ -61,11 +64,13 @@ def place(dataset: Dataset, mesh: Mesh) -> DeviceRows:
     def blocks(x: np.ndarray) -> jax.Array:
         def block(index: tuple) -> np.ndarray:
             device = index[0].start or 0
-            part = x[device * per_device : (device + 1) * per_device + 1]
-            missing = per_device + 1 - len(part)
-            return np.concatenate([part, np.zeros((missing, *x.shape[1:]), x.dtype)])[None]
+            part = x[device * per_device : (device + 1) * per_device + halo]
+            missing = per_device + halo - len(part)
+            if missing:
+                part = np.concatenate([part, np.zeros((missing, *x.shape[1:]), x.dtype)])
+            return part[None]
 
-        shape = (devices, per_device + 1, *x.shape[1:])
+        shape = (devices, per_device + halo, *x.shape[1:])
         return jax.make_array_from_callback(shape, NamedSharding(mesh, SHARDED), block)
 
     transition_rows = jax.device_put(dataset.transition_rows, NamedSharding(mesh, REPLICATED))
@@ -75,7 +80,7 @@ def place(dataset: Dataset, mesh: Mesh) -> DeviceRows:
 def sample(device_rows: DeviceRows, key: chex.PRNGKey, batch_size: int, axis_name: str | None) -> Trajectory:
     """This device's slice of a batch of `batch_size` transitions drawn by `key` (the same key on every device).
 
-    `device_rows` is as a per-device program sees it: its own block, `[1, m + 1, ...]`.
+    `device_rows` is as a per-device program sees it: its own block, `[1, m + 1, ...]` (`[1, m, ...]` on one device).
     """
     rows = jax.tree.map(lambda x: x[0], device_rows.rows)
     drawn = jax.random.randint(key, (batch_size,), 0, device_rows.transition_rows.shape[0])

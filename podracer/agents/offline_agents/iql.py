@@ -1,18 +1,21 @@
 """Implicit Q-Learning (Kostrikov, Nair and Levine 2022, "Offline Reinforcement Learning with Implicit Q-Learning").
 
-IQL never queries Q at an action the dataset does not hold. Per gradient step
-(the order of the authors' code):
+IQL never queries Q at an action the dataset does not hold. Each gradient
+step updates three networks, each loss reading the others as they were before
+the step (as CORL's and Unifloral's implementations do; the authors' code
+reads the value after its own update), so the three updates are independent
+and XLA may run them side by side:
 
 - the value V(s) is an upper expectile of the target critics' Q over the
   dataset's actions (eq. 5):
     L_V = E[L_2^tau(min_i Q'_i(s, a) - V(s))],   L_2^tau(u) = |tau - 1(u < 0)| u^2,
   tau `agent.expectile` (0.7 for locomotion);
-- the policy is extracted by advantage-weighted regression (eq. 7), with the new V:
+- the policy is extracted by advantage-weighted regression (eq. 7):
     L_pi = -E[min(exp(beta (min_i Q'_i(s, a) - V(s))), 100) log pi(a|s)],
   beta `agent.temperature` (3.0), the weights clipped at 100 as in the
   authors' code; pi is a Gaussian whose mean is tanh of the actor's output
   (in TD3's unit box [-1, 1]^D) and whose log-std is the actor's, clipped;
-- both critics regress onto the new V of the next state (eq. 6):
+- both critics regress onto V of the next state (eq. 6):
     L_Q = sum_i 1/2 E[(r + gamma d V(s') - Q_i(s, a))^2],   d 0 at termination;
 - the target critics move by Polyak averaging (`agent.target_tau`).
 
@@ -123,14 +126,14 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         def update(learner: LearnerState, loss) -> tuple[LearnerState, dict]:
             return sgd_step(learner, batch, lambda params, _: loss(params), optimizer, axis_name)
 
+        advantage = target_q - state.value.params(batch.observation)  # All three read V before this step's.
+        next_v = jax.lax.stop_gradient(state.value.params(batch.next_observation))
         value, value_metrics = update(
             state.value, lambda v: value_loss(v, batch.observation, target_q, agent_config.expectile)
         )
-        advantage = target_q - value.params(batch.observation)
         actor, actor_metrics = update(
             state.actor, lambda a: awr_loss(a, batch.observation, batch.action, advantage, agent_config.temperature)
         )
-        next_v = jax.lax.stop_gradient(value.params(batch.next_observation))
         critic, critic_metrics = update(state.critic, lambda c: critic_loss(c, batch, next_v))
         target_critic = off_policy.polyak(critic.params, state.target_critic, agent_config.target_tau)
         metrics = {**value_metrics, **actor_metrics, **critic_metrics}

@@ -18,7 +18,6 @@ beta_1 from 0.001 to 1, beta_2 from 0 to 0.1).
 """
 
 import chex
-import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
 
@@ -28,7 +27,6 @@ from podracer.agents.algorithms import off_policy, shared_fields, td3
 from podracer.agents.models import continuous_networks as cn
 from podracer.agents.offline_agents import td3_bc
 from podracer.config import field_checks
-from podracer.devices import collectives
 
 
 def defaults() -> ConfigDict:
@@ -54,8 +52,7 @@ def actor_loss(actor_bc_coef: float) -> td3.ActorLoss:
         policy_action = actor(batch.observation)
         chex.assert_equal_shape([policy_action, batch.action])
         q = off_policy.min_q(critic, batch.observation, policy_action)
-        scale = collectives.mean(off_policy.masked_mean(jnp.abs(q), batch.valid), axis_name)
-        lambda_ = 1.0 / jax.lax.stop_gradient(scale)
+        lambda_ = td3_bc.inverse_mean_magnitude(q, batch.valid, axis_name)
         cloning = jnp.sum((policy_action - batch.action) ** 2, axis=-1)
         loss = off_policy.masked_mean(actor_bc_coef * cloning - lambda_ * q, batch.valid)
         return loss, {"actor_loss": loss, "bc_loss": off_policy.masked_mean(cloning, batch.valid), "lambda": lambda_}

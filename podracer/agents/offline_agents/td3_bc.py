@@ -45,13 +45,18 @@ def actor_loss(alpha: float) -> td3.ActorLoss:
         policy_action = actor(batch.observation)
         chex.assert_equal_shape([policy_action, batch.action])
         q_first = critic(batch.observation, policy_action)[..., 0]
-        scale = collectives.mean(off_policy.masked_mean(jnp.abs(q_first), batch.valid), axis_name)
-        lambda_ = alpha / jax.lax.stop_gradient(scale)
+        lambda_ = alpha * inverse_mean_magnitude(q_first, batch.valid, axis_name)
         cloning = off_policy.masked_mean(jnp.mean((policy_action - batch.action) ** 2, axis=-1), batch.valid)
         loss = -lambda_ * off_policy.masked_mean(q_first, batch.valid) + cloning
         return loss, {"actor_loss": loss, "bc_loss": cloning, "lambda": lambda_}
 
     return loss
+
+
+def inverse_mean_magnitude(q: chex.Array, valid: chex.Array, axis_name: str | None) -> chex.Array:
+    """1 / mean |Q| over the whole batch (every device's), held constant: what scales Q against the cloning term
+    in TD3+BC (eq. 3) and ReBRAC, so that the balance does not depend on the rewards' scale."""
+    return 1.0 / jax.lax.stop_gradient(collectives.mean(off_policy.masked_mean(jnp.abs(q), valid), axis_name))
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
