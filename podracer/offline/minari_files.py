@@ -21,6 +21,7 @@ task downloaded by `minari download`), and says which path failed and why.
 
 import contextlib
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -108,7 +109,7 @@ def write(path: str, episodes: list[Episode], observation_spec: Any, action_spec
             # Minari's advice on the metadata it wants (an author's e-mail, an environment spec): podracer's is its own.
             warnings.filterwarnings("ignore", category=UserWarning, module="minari")
             dataset = minari.create_dataset_from_buffers(
-                dataset_id=name if "-v" in name else f"{name}-v0",
+                dataset_id=name if re.search(r"-v\d+$", name) else f"{name}-v0",  # Minari's ids end in a version.
                 buffer=buffers,
                 observation_space=spec_to_space(observation_spec),
                 action_space=spec_to_space(action_spec),
