@@ -9,7 +9,6 @@ anything is compiled or written.
 
 import dataclasses
 import functools
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +33,7 @@ from podracer.devices.topology import device_mesh
 from podracer.envs.base import Environment
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.episodes import Completed
-from podracer.offline import offline_settings
+from podracer.offline import minari_files, offline_settings
 from podracer.offline.experience_log import ExperienceLog
 from podracer.run import budget, evaluation, finite
 from podracer.run.checkpoint_steps import restore_into, save_or_stop
@@ -221,13 +220,10 @@ def start_recording(config: ConfigDict, run: AnakinRun, workdir: str | None) -> 
     if not offline_settings.records(config):
         return None
     metadata = {
-        "agent": config.agent.name,
-        "env": config.env.name,
-        "architecture": "anakin",
+        **minari_files.run_metadata(config),
         "recorded": "the run's training experience",
         "workdir": workdir,
         "from_step": run.update * run.steps_per_update,
-        "config": json.loads(config.to_json()),
     }
     specs = (run.env.observation_spec(), run.env.action_spec())
     return ExperienceLog(config.logger.dataset, specs, jax.device_get(run.state.timestep), metadata)

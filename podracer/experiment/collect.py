@@ -14,7 +14,6 @@ metadata.
 """
 
 import dataclasses
-import json
 
 import jax
 import numpy as np
@@ -25,7 +24,7 @@ from podracer.envs.actions import clip_to_spec
 from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.experiment.trained import TrainedAgent
 from podracer.offline import minari_files
-from podracer.offline.episode_data import Episode, mean_return
+from podracer.offline.episode_data import Episode
 from podracer.offline.recorder import EpisodeRecorder
 from podracer.run.evaluation import step_keys
 from podracer.sebulba.sebulba_evaluation import SEED_OFFSET, jitted_act
@@ -48,15 +47,17 @@ def random_actions(rng: np.random.Generator, spec: specs.Array, num_envs: int) -
     return rng.uniform(low, high, (num_envs, *spec.shape)).astype(spec.dtype)
 
 
-def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> list[Episode]:
-    """Whole episodes of the trained agent acting by `policy`, at least `steps` transitions in all."""
+def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> tuple[list[Episode], tuple]:
+    """Whole episodes of the trained agent acting by `policy`, at least `steps` transitions in all, and the
+    environment's `(observation_spec, action_spec)`."""
     agent, keys = trained.agent, jax.random.split(jax.random.key(policy.seed), num_envs)
     if trained.config.architecture == "anakin":
         env, act_keys = JaxOnHost(trained.make_env(), keys, auto_reset=True), evaluation_keys(keys)[1]
     else:
         env, act_keys = trained.make_env(num_envs, SEED_OFFSET + policy.seed), keys
     rng, act = np.random.default_rng(policy.seed), jitted_act(agent, policy.greedy)
-    action_spec, agent_state = env.action_spec(), agent.state_for(num_envs)
+    specs, agent_state = (env.observation_spec(), env.action_spec()), agent.state_for(num_envs)
+    action_spec = specs[1]
     recorder, episodes, recorded, t = EpisodeRecorder(num_envs), [], 0, 0
     try:
         timestep = env.reset()
@@ -78,29 +79,17 @@ def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> li
             recorded, t = recorded + sum(episode.steps for episode in ended), t + 1
     finally:
         env.close()
-    return episodes
+    return episodes, specs
 
 
 def collect(trained: TrainedAgent, steps: int, out: str, policy: Policy, num_envs: int) -> list[Episode]:
     """Plays (`play`) and writes the episodes as the dataset `out`, its metadata saying what made it."""
-    episodes = play(trained, steps, policy, num_envs)
-    env = trained.make_env(1, 0)
-    try:
-        observation_spec, action_spec = env.observation_spec(), env.action_spec()
-    finally:
-        if trained.config.architecture == "sebulba":
-            env.close()
+    episodes, specs = play(trained, steps, policy, num_envs)
     metadata = {
-        "agent": trained.config.agent.name,
-        "env": trained.config.env.name,
-        "architecture": trained.config.architecture,
+        **minari_files.run_metadata(trained.config),
         "checkpoint": trained.checkpoint,
         "checkpoint_step": trained.step,
         "policy": {**dataclasses.asdict(policy), "num_envs": num_envs},
-        "episodes": len(episodes),
-        "steps": sum(episode.steps for episode in episodes),
-        "mean_return": mean_return(episodes),
-        "config": json.loads(trained.config.to_json()),
     }
-    minari_files.write(out, episodes, observation_spec, action_spec, metadata)
+    minari_files.write(out, episodes, *specs, metadata)
     return episodes

@@ -18,7 +18,7 @@ import numpy as np
 
 from podracer.envs.timestep import TimeStep
 from podracer.offline import minari_files
-from podracer.offline.episode_data import Episode, mean_return
+from podracer.offline.episode_data import Episode
 from podracer.offline.recorder import EpisodeRecorder
 
 
@@ -42,11 +42,7 @@ class ExperienceLog:
 
     def write(self) -> None:
         """Writes the episodes that ended as the dataset `path`, whole, with what made them in its metadata."""
-        steps = sum(episode.steps for episode in self.episodes)
-        metadata = {**self.metadata, "episodes": len(self.episodes), "steps": steps}
-        minari_files.write(
-            self.path, self.episodes, *self.specs, {**metadata, "mean_return": mean_return(self.episodes)}
-        )
+        minari_files.write(self.path, self.episodes, *self.specs, self.metadata)
 
 
 def experience(trajectory: Any) -> dict:

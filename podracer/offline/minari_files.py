@@ -20,6 +20,7 @@ task downloaded by `minari download`), and says which path failed and why.
 """
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -32,7 +33,7 @@ from dm_env import specs
 
 from podracer.config.errors import UsageError
 from podracer.envs.spaces import space_to_spec
-from podracer.offline.episode_data import Episode
+from podracer.offline.episode_data import Episode, mean_return
 from podracer.run.whole_files import partial_path
 
 METADATA_KEY = "podracer"
@@ -82,8 +83,21 @@ def _datasets_root(root: str) -> Iterator[None]:
             os.environ["MINARI_DATASETS_PATH"] = before
 
 
+def run_metadata(config: Any) -> dict:
+    """What a dataset records of the run that made it: its agent, environment, architecture and whole config."""
+    return {
+        "agent": config.agent.name,
+        "env": config.env.name,
+        "architecture": config.architecture,
+        "config": json.loads(config.to_json()),
+    }
+
+
 def write(path: str, episodes: list[Episode], observation_spec: Any, action_spec: Any, metadata: dict) -> None:
-    """Writes `episodes` as the Minari dataset `path`, whole, with `metadata` (JSON values) under `podracer`."""
+    """Writes `episodes` as the Minari dataset `path`, whole, with `metadata` (JSON values) under `podracer`,
+    to which it adds the episodes' count, their steps and their mean return."""
+    steps = sum(episode.steps for episode in episodes)
+    metadata = {**metadata, "episodes": len(episodes), "steps": steps, "mean_return": mean_return(episodes)}
     minari = _minari()
     from minari.data_collector.episode_buffer import EpisodeBuffer
 

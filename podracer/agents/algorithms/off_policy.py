@@ -115,7 +115,7 @@ def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_cli
     batch also holds the action taken at each next observation (`extras["next_action"]`, `podracer.offline`)."""
     tr = transitions(sample.trajectory, gamma, reward_clip)
     observation = sample.trajectory.timestep.observation
-    next_action = sample.trajectory.extras.get("next_action") if isinstance(sample.trajectory.extras, dict) else None
+    next_action = sample.trajectory.extras.get("next_action")
     return Batch(
         observation=jax.tree.map(lambda x: x[0], observation),
         action=cn.from_bounds(sample.trajectory.action[0], actor),
@@ -259,10 +259,8 @@ def learning_from_batches(gradient_step: replay.GradientStep) -> Callable:
     trajectory of two timesteps, `podracer.offline.sampling`), its noise drawn from the call's key."""
 
     def learn(state: OffPolicyState, batch: Trajectory, key: chex.PRNGKey, axis_name=None):
-        size = batch.action.shape[1]
         state = state.replace(key=key_data(key))
-        sample = replay.Sample(batch, jnp.zeros(size, jnp.int32), jnp.ones(size))
-        state, metrics, _ = gradient_step(state, sample, axis_name)
+        state, metrics, _ = gradient_step(state, replay.uniform_sample(batch), axis_name)
         return state.replace(learn_calls=state.learn_calls + 1), metrics
 
     return learn

@@ -157,7 +157,7 @@ def make_rules(config: ConfigDict, num_updates: int, minimised: ActorLoss = acto
         lambda actor: actor.variables,  # The target actor's variables.
         value,
         improve,
-        make_act(agent_config.get("exploration_noise", 0.0)),
+        make_act(agent_config.exploration_noise),
         greedy_act,
     )
 

@@ -144,9 +144,15 @@ def sample(buffer, state: Any, key: chex.PRNGKey, importance_exponent: float) ->
     )
     probabilities = getattr(drawn, "probabilities", None)
     if probabilities is None:
-        size = jax.tree.leaves(drawn_items)[0].shape[1]
-        return Sample(trajectory, jnp.zeros(size, jnp.int32), jnp.ones(size))
+        return uniform_sample(trajectory)
     return Sample(trajectory, drawn.indices, importance_weights(probabilities, importance_exponent))
+
+
+def uniform_sample(trajectory: Trajectory) -> Sample:
+    """`trajectory` (leaves `[L, S, ...]`) as a uniform buffer's sample: no positions, every weight 1. What a
+    uniform buffer draws, and a batch a program sampled from a dataset (`podracer.offline.sampling`)."""
+    size = trajectory.action.shape[1]
+    return Sample(trajectory, jnp.zeros(size, jnp.int32), jnp.ones(size))
 
 
 def importance_weights(probabilities: chex.Array, exponent: float) -> chex.Array:

@@ -22,6 +22,7 @@ environment's action spec:
     alpha sum_i E_D[log (sum_{a~U} exp(Q_i(s, a)) / U(a) + sum_{a~pi(s), pi(s')} exp(Q_i(s, a)) / pi(a)) - Q_i(s, a_D)].
 """
 
+import dataclasses
 from typing import Any
 
 import chex
@@ -176,9 +177,7 @@ def build_continuous(config: ConfigDict, num_updates: int) -> Agent:
         return agent_config.alpha * gap, {"cql_regulariser": gap}
 
     rules = sac.make_rules(config, num_updates)
-    return off_policy.build(
-        config, num_updates, rules.__class__(**{**vars(rules), "critic_penalty": penalty}), offline=True
-    )
+    return off_policy.build(config, num_updates, dataclasses.replace(rules, critic_penalty=penalty), offline=True)
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:

@@ -118,9 +118,9 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
 
     def learn(state: IQLState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
         del key  # Nothing is drawn.
-        size = trajectory.action.shape[1]
-        sample = replay.Sample(trajectory, jnp.zeros(size, jnp.int32), jnp.ones(size))
-        batch = off_policy.batch_from(sample, state.actor.params.module, agent_config.gamma, agent_config.reward_clip)
+        batch = off_policy.batch_from(
+            replay.uniform_sample(trajectory), state.actor.params.module, agent_config.gamma, agent_config.reward_clip
+        )
         target_q = off_policy.min_q(state.target_critic, batch.observation, batch.action)
 
         def update(learner: LearnerState, loss) -> tuple[LearnerState, dict]:
