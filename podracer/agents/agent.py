@@ -65,6 +65,11 @@ class Agent:
       (the argmax, a Gaussian's mean, no exploration) instead of sampling; what
       evaluation with `evaluation.greedy` and a greedy exported policy play.
       Optional: an agent without one is evaluated and exported sampling.
+    - `remember`: `(learner_state, trajectory) -> learner_state`, the
+      trajectory's transitions added to the agent's replay buffer without
+      learning from them: how a run that starts from an offline run begins
+      with its dataset in the buffer (`offline.start_from`). Only agents that
+      learn from a buffer have one.
     """
 
     init: Callable[[chex.PRNGKey, Any, Any], Any]
@@ -73,6 +78,7 @@ class Agent:
     acting_params: Callable[[Any], Any]
     initial_state: Callable[[int], Any] | None = None
     greedy_act: Callable[..., tuple] | None = None
+    remember: Callable[[Any, Trajectory], Any] | None = None
 
     @property
     def recurrent(self) -> bool:

@@ -29,7 +29,8 @@ class AgentEntry:
     several_agents: bool = False  # Trains the agents of a multi-agent environment (several_agents.per_agent).
     check_environment: Callable[[ConfigDict, Any], None] | None = None  # ConfigError where the environment won't do.
     config_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # Other fields, by dotted name.
-    offline: bool = False  # Learns from a dataset (`config.offline.dataset`), not from its own experience.
+    offline: bool = False  # Learns from a dataset (`config.offline.dataset`).
+    online: bool = True  # Learns from its own experience.
 
 
 _AGENTS: dict[str, AgentEntry] = {}
@@ -45,6 +46,7 @@ def register(
     check_environment: Callable[[ConfigDict, Any], None] | None = None,
     config_defaults: Mapping[str, Any] | None = None,
     offline: bool = False,
+    online: bool = True,
 ) -> None:
     """Makes `config.agent.name = name` build agents with `build(config, num_updates)`.
 
@@ -57,12 +59,15 @@ def register(
     defaults do not suit it, by dotted field name (MAPPO's critic has a torso
     of its own: `{"network.shared_torso": False}`). `offline` says the agent
     learns from a dataset (`config.offline.dataset`, `podracer.offline`): its
-    `learn` takes a batch of sampled transitions, two timesteps each, rather
-    than its own rollout. Registering a name again replaces it (a notebook
+    `learn` then takes a batch of sampled transitions, two timesteps each,
+    rather than its own rollout; `online` that it learns from its own
+    experience, which an agent of both kinds (IQL, ReBRAC) does where no
+    dataset is given, e.g. fine-tuning an offline run's agent
+    (`offline.start_from`). Registering a name again replaces it (a notebook
     cell may run twice).
     """
     _AGENTS[name] = AgentEntry(
-        name, defaults, build, validate, several_agents, check_environment, dict(config_defaults or {}), offline
+        name, defaults, build, validate, several_agents, check_environment, dict(config_defaults or {}), offline, online
     )
 
 

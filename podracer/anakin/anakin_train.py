@@ -33,8 +33,9 @@ from podracer.devices.topology import device_mesh
 from podracer.envs.base import Environment
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.episodes import Completed
-from podracer.offline import minari_files, offline_settings
+from podracer.offline import experience_log, offline_settings, starting_state
 from podracer.offline.experience_log import ExperienceLog
+from podracer.offline.starting_state import Start
 from podracer.run import budget, evaluation, finite
 from podracer.run.checkpoint_steps import restore_into, save_or_stop
 from podracer.run.checkpoints import Checkpointer
@@ -71,6 +72,7 @@ def train(
     agent: Agent | None = None,
     workdir: str | None = None,
     callbacks: Sequence[Callback] = (),
+    start: Start | None = None,
 ) -> TrainResult:
     """Trains with Anakin; call it through `podracer.train`, which validates the config and starts the job first.
 
@@ -82,6 +84,9 @@ def train(
     checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
     run = build(config, env, agent)
     resumed = restore_into(checkpointer, run)
+    if start is not None and resumed is None:  # A resumed run goes on from its own checkpoint.
+        learner = starting_state.begin(start, run.state.learner, run.agent_for(run.hyperparameters), config)
+        run.state = run.state.replace(learner=learner)
     total_steps = run.num_updates * run.steps_per_update
     log = RunLog(workdir, config, total_steps, callbacks, started, resumed, compile_seconds=run.compile_seconds)
     run.experience = start_recording(config, run, workdir)
@@ -219,14 +224,11 @@ def start_recording(config: ConfigDict, run: AnakinRun, workdir: str | None) -> 
     """The dataset logger of a run with `logger.dataset`, from its state's timestep on (a resumed run's too)."""
     if not offline_settings.records(config):
         return None
-    metadata = {
-        **minari_files.run_metadata(config),
-        "recorded": "the run's training experience",
-        "workdir": workdir,
-        "from_step": run.update * run.steps_per_update,
-    }
+    metadata = experience_log.metadata(config, workdir, run.update * run.steps_per_update)
     specs = (run.env.observation_spec(), run.env.action_spec())
-    return ExperienceLog(config.logger.dataset, specs, jax.device_get(run.state.timestep), metadata)
+    log = ExperienceLog(config.logger.dataset, specs, metadata)
+    log.start(jax.device_get(run.state.timestep))
+    return log
 
 
 def announce(config: ConfigDict, devices: list[jax.Device]) -> None:

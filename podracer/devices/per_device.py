@@ -57,6 +57,13 @@ def global_(tree: Any) -> Any:
     return _map_per_device(lambda x: x[None], tree)
 
 
+def first(tree: Any) -> Any:
+    """The first device's part of a state with device axes, as one device holds it: each leaf read from this
+    process's first shard, `[1, ...] -> [...]` under a `PerDevice`, whole elsewhere (it is replicated). What a
+    state is changed from outside the architectures' programs (`podracer.offline.starting_state`)."""
+    return _map_per_device(lambda x: x[0], jax.tree.map(lambda x: x.addressable_shards[0].data, tree))
+
+
 def partition_specs(tree: Any) -> Any:
     """The `PartitionSpec` of every leaf of a state with device axes: split over devices under a `PerDevice`,
     replicated elsewhere."""

@@ -20,7 +20,7 @@ from podracer.agents import Agent
 from podracer.anakin import anakin_settings
 from podracer.anakin.anakin_train import train as train_anakin
 from podracer.devices import distributed, xla_cpu
-from podracer.experiment import schema
+from podracer.experiment import schema, start_from
 from podracer.run import wandb_logger, workdir_lock
 from podracer.run.contract import Callback, TrainResult
 from podracer.sebulba.sebulba_train import train as train_sebulba
@@ -50,10 +50,13 @@ def train(
     schema.validate(config, agent_from_config=agent is None, env_from_config=env is None)
     shares = anakin_settings.device_shares(config) if config.architecture == "anakin" else xla_cpu.Shares()
     distributed.start(config, shares)  # Before anything touches a device.
+    start = start_from.load(config)  # An offline run to go on from (offline.start_from), read and checked; or None.
     with workdir_lock.hold(
         workdir
     ):  # Before anything is built, wandb's run included: another run's workdir is refused.
         tracker = wandb_logger.start(config, workdir)  # With logger.wandb.project, on process 0; None otherwise.
         with tracker or contextlib.nullcontext():  # Finishes the wandb run however the run ends.
             callbacks = (*callbacks, tracker) if tracker else callbacks
-            return _TRAIN[config.architecture](config, env=env, agent=agent, workdir=workdir, callbacks=callbacks)
+            return _TRAIN[config.architecture](
+                config, env=env, agent=agent, workdir=workdir, callbacks=callbacks, start=start
+            )

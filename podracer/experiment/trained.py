@@ -38,7 +38,8 @@ class TrainedAgent:
 
     config: ConfigDict  # The run's resolved config (a population member's, for a population).
     agent: Agent
-    acting_params: Any  # `agent.acting_params(learner_state)`, on the default device.
+    learner: Any  # The learner state, on the default device.
+    acting_params: Any  # `agent.acting_params(learner_state)`.
     step: int  # The environment steps the checkpoint had taken.
     checkpoint: str  # Its folder.
 
@@ -52,6 +53,16 @@ def make_env(config: ConfigDict, num_envs: int = 1, seed: int = 0) -> Any:
     if config.architecture == "anakin":
         return with_config_kwargs(config, envs.make, config.env.name)
     return with_config_kwargs(config, envs.host_factory(config.env.name), num_envs, seed)
+
+
+def env_specs(config: ConfigDict) -> tuple[Any, Any]:
+    """The observation and action specs of the environment `config` names, on its architecture."""
+    env = make_env(config)
+    try:
+        return env.observation_spec(), env.action_spec()
+    finally:
+        if config.architecture == "sebulba":
+            env.close()
 
 
 def load(workdir: str, checkpoint: int | None = None, member: int | None = None) -> TrainedAgent:
@@ -71,15 +82,9 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     config = from_dict(meta["config"])
     config, learner = _member(config, learner, member)
     agent = agents.make(config, num_updates=_num_updates(config))
-    spec_env = make_env(config)
-    try:
-        specs = spec_env.observation_spec(), spec_env.action_spec()
-        like = jax.eval_shape(lambda key: agent.init(key, *specs), jax.random.key(0))
-    finally:
-        if config.architecture == "sebulba":
-            spec_env.close()
+    like = jax.eval_shape(lambda key: agent.init(key, *env_specs(config)), jax.random.key(0))
     learner = _as_tree(learner, like)
-    return TrainedAgent(config, agent, agent.acting_params(learner), int(meta["step"]), path)
+    return TrainedAgent(config, agent, learner, agent.acting_params(learner), int(meta["step"]), path)
 
 
 def _restore_learner(folder: str, update: int) -> tuple[Any, dict]:

@@ -4,9 +4,10 @@ D4RL's "replay" datasets are the experience an agent gathered while it
 learned, its early, poor episodes and its later, better ones together. With
 `logger.dataset = PATH`, an Anakin run hands each dispatch's steps (every
 environment's action and the timestep it led to, which the compiled program
-returns beside its metrics) to an `ExperienceLog`, which cuts them into whole
-episodes (`podracer.offline.recorder`) and, when the run has made all its
-updates, writes them as the Minari dataset PATH (`minari_files`), whole. A run
+returns beside its metrics) to an `ExperienceLog`, and each Sebulba actor
+thread its rollouts to one of its own. A log cuts them into whole episodes
+(`podracer.offline.recorder`) and, when the run has made all its updates,
+the run writes them as the Minari dataset PATH (`minari_files`), whole. A run
 that is killed or stopped leaves no PATH; a resumed run records from the
 episodes that start after it resumed, and its metadata says from which step.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from ml_collections import ConfigDict
 
 from podracer.envs.timestep import TimeStep
 from podracer.offline import minari_files
@@ -23,11 +25,15 @@ from podracer.offline.recorder import EpisodeRecorder
 
 
 class ExperienceLog:
-    """The episodes of a run's `num_envs` training environments, from its state's timestep on."""
+    """The episodes of one batch of training environments (Anakin's, or one Sebulba actor thread's)."""
 
-    def __init__(self, path: str, specs: tuple, first: TimeStep, metadata: dict):
+    def __init__(self, path: str, specs: tuple, metadata: dict):
         self.path, self.specs, self.metadata = path, specs, metadata
         self.episodes: list[Episode] = []
+        self._recorder: EpisodeRecorder | None = None
+
+    def start(self, first: TimeStep) -> None:
+        """Opens the episodes of the environments at their timestep `first` (leaves `[B, ...]`)."""
         self._recorder = EpisodeRecorder(len(np.asarray(first.step_type)))
         self._recorder.start(jax.tree.map(np.asarray, first))
 
@@ -40,9 +46,28 @@ class ExperienceLog:
                 step = jax.tree.map(lambda x, u=update, i=t: x[u, i], timestep)
                 self.episodes += self._recorder.step(action[update, t], step)
 
-    def write(self) -> None:
-        """Writes the episodes that ended as the dataset `path`, whole, with what made them in its metadata."""
-        minari_files.write(self.path, self.episodes, *self.specs, self.metadata)
+    def add_unroll(self, trajectory: Any) -> None:
+        """Records a Sebulba actor thread's rollout (a `Trajectory`); its first opens the episodes."""
+        if self._recorder is None:
+            self.start(jax.device_get(jax.tree.map(lambda x: x[0], trajectory.timestep)))
+        self.add(jax.tree.map(lambda x: x[None], jax.device_get(experience(trajectory))))
+
+    def write(self, *others: "ExperienceLog") -> None:
+        """Writes the episodes that ended (this log's, then `others'`) as the dataset `path`, whole, with what made
+        them in its metadata."""
+        episodes = [episode for log in (self, *others) for episode in log.episodes]
+        minari_files.write(self.path, episodes, *self.specs, self.metadata)
+
+
+def metadata(config: ConfigDict, workdir: str | None, from_step: int) -> dict:
+    """What a dataset of a run's experience records of its making: the run's config, its workdir, the step it
+    began recording at."""
+    return {
+        **minari_files.run_metadata(config),
+        "recorded": "the run's training experience",
+        "workdir": workdir,
+        "from_step": from_step,
+    }
 
 
 def experience(trajectory: Any) -> dict:

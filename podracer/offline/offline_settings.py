@@ -11,8 +11,15 @@ run's returns are measured.
 
     config.logger.dataset = "datasets/pendulum-replay-v0"     # record this run's experience ("": no)
 
-records an online Anakin run's own training steps as a dataset, D4RL's
-"replay" kind (`podracer.offline.experience_log`).
+records an online run's own training steps as a dataset, on either
+architecture, D4RL's "replay" kind (`podracer.offline.experience_log`).
+
+    config.offline.start_from = "runs/pendulum_iql"            # go on online from an offline run ("": no)
+
+fine-tunes an offline run's agent online, on either architecture, with an
+agent that learns both ways (IQL, ReBRAC), its replay buffer first holding
+the offline run's dataset unless `offline.keep_data` is False
+(`podracer.offline.starting_state`).
 """
 
 import importlib.util
@@ -21,19 +28,26 @@ import os
 from ml_collections import ConfigDict
 
 from podracer import agents
+from podracer.agents.algorithms import shared_fields
 from podracer.config import field_checks, population
 from podracer.config.errors import ConfigError
 
 
 def add_defaults(config: ConfigDict) -> None:
-    config.offline = ConfigDict({"dataset": ""})  # A dataset's path to train from (podracer.offline); "": online.
+    config.offline = ConfigDict(
+        {
+            "dataset": "",  # A dataset's path to train from (podracer.offline); "": online.
+            "start_from": "",  # An offline run's workdir to go on from online (offline.starting_state); "": afresh.
+            "keep_data": True,  # Starting from one, begin with its dataset in the replay buffer (IQL's recipe).
+        }
+    )
     # A dataset to record the run's own training experience into, written at its end (experience_log); "": none.
     config.logger.dataset = ""
 
 
 def from_dataset(config: ConfigDict) -> bool:
     """Whether the run trains from a dataset."""
-    return bool(config.offline.dataset)
+    return shared_fields.learns_from_dataset(config)
 
 
 def records(config: ConfigDict) -> bool:
@@ -43,11 +57,13 @@ def records(config: ConfigDict) -> bool:
 
 def validate(config: ConfigDict, agent_from_config: bool) -> None:
     """A dataset only on Anakin and only for an offline agent, and an offline agent only with a dataset; a
-    dataset to record only of one online Anakin run, at a path that is free."""
-    for field in ("offline.dataset", "logger.dataset"):
+    dataset to record only of one online run, at a path that is free."""
+    for field in ("offline.dataset", "offline.start_from", "logger.dataset"):
         if not isinstance(field_checks.get(config, field), str):
             raise ConfigError(field, f"must be a path, got {field_checks.get(config, field)!r}", "set it to a folder")
+    field_checks.boolean(config, "offline.keep_data")
     validate_recording(config)
+    validate_start(config)
     if not agent_from_config:
         return
     name, offline_agents = config.agent.name, [name for name in agents.names() if agents.lookup(name).offline]
@@ -63,7 +79,13 @@ def validate(config: ConfigDict, agent_from_config: bool) -> None:
             f"agent {name!r} learns online, from its own experience, not from offline.dataset",
             f"choose an offline agent, one of {offline_agents}, or leave offline.dataset empty",
         )
-    if agents.lookup(name).offline and not from_dataset(config):
+    if config.offline.start_from and not agents.lookup(name).online:
+        raise ConfigError(
+            "agent.name",
+            f"agent {name!r} learns only from a dataset, so it cannot go on online from offline.start_from",
+            f"choose one that learns both ways, one of {[n for n in offline_agents if agents.lookup(n).online]}",
+        )
+    if agents.lookup(name).offline and not agents.lookup(name).online and not from_dataset(config):
         raise ConfigError(
             "offline.dataset",
             f"agent {name!r} learns from a dataset, and none is given",
@@ -71,13 +93,27 @@ def validate(config: ConfigDict, agent_from_config: bool) -> None:
         )
 
 
+def validate_start(config: ConfigDict) -> None:
+    """`offline.start_from` is for one run learning online; what it names is checked when it is read
+    (`podracer.experiment.start_from`), as a dataset is."""
+    path, why = config.offline.start_from, None
+    if not path:
+        return
+    if from_dataset(config):
+        why = "a run goes on online from an offline run, not from a dataset as well", "leave offline.dataset empty"
+    elif population.size(config) or config.replicas > 1:
+        why = "starts one run of one process", "leave population and replicas out, or start each member's run alone"
+    if why:
+        raise ConfigError("offline.start_from", *why)
+
+
 def validate_recording(config: ConfigDict) -> None:
-    """`logger.dataset` records one online Anakin run of one process into a new folder, with Minari installed."""
+    """`logger.dataset` records one online run of one process into a new folder, with Minari installed."""
     if not records(config):
         return
     path, why = config.logger.dataset, None
-    if config.architecture != "anakin" or from_dataset(config):
-        why = "records the experience of an online Anakin run", "use an anakin config without offline.dataset"
+    if from_dataset(config):
+        why = "records the experience of an online run", "leave offline.dataset empty"
     elif population.size(config) or config.replicas > 1:
         why = "records one run of one process", "leave population and replicas out, or record each run alone"
     elif os.path.lexists(path):

@@ -19,6 +19,7 @@ from jax.sharding import Mesh, NamedSharding
 
 from podracer.agents import Trajectory
 from podracer.envs.episodes import Completed
+from podracer.offline.experience_log import ExperienceLog
 from podracer.sebulba.lifecycle import RunControl
 from podracer.sebulba.parameter_versions import ParameterVersions
 from podracer.sebulba.phase_clock import PhaseClock
@@ -82,6 +83,7 @@ class ActorLoop:
     first_rollout: int  # The first rollout to make (a resumed run skips those done).
     num_rollouts: int
     clock: PhaseClock  # The thread's time: waiting here, the rest in `unroll`.
+    experience: ExperienceLog | None = None  # Its dataset logger (`logger.dataset`), or None.
 
 
 def run_actor(loop: ActorLoop) -> None:
@@ -97,6 +99,9 @@ def run_actor(loop: ActorLoop) -> None:
             lambda t: loop.parameters.get(version, loop.device, t), f"parameters version {version}"
         )
         unrolled = loop.unroll(params)
+        if loop.experience is not None:
+            loop.clock.enter("env")  # Host work on the environments' steps.
+            loop.experience.add_unroll(unrolled.trajectory)
         rollout = Rollout(trajectory=unrolled.trajectory, params_version=version, completed=unrolled.completed)
         loop.clock.enter("wait")
         loop.control.wait(lambda t: loop.rollouts.put(rollout, timeout=t), "space in the rollout queue")

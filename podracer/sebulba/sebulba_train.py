@@ -19,6 +19,9 @@ from ml_collections import ConfigDict
 
 from podracer.agents import Agent
 from podracer.envs.host import HostEnvFactory
+from podracer.offline import experience_log, offline_settings, starting_state
+from podracer.offline.experience_log import ExperienceLog
+from podracer.offline.starting_state import Start
 from podracer.run.checkpoints import Checkpointer
 from podracer.run.contract import Callback, RunLog, TrainResult
 from podracer.run.finite import NonFiniteError
@@ -38,6 +41,7 @@ def train(
     agent: Agent | None = None,
     workdir: str | None = None,
     callbacks: Sequence[Callback] = (),
+    start: Start | None = None,
 ) -> TrainResult:
     """Trains with Sebulba; call it through `podracer.train`, which validates the config and starts the job first.
 
@@ -53,10 +57,13 @@ def train(
         workers: list[threading.Thread] = []
         try:
             run, resumed = resume(run, checkpointer)
+            if start is not None and resumed is None:  # A resumed run goes on from its own checkpoint.
+                run = dataclasses.replace(run, state=starting_state.begin(start, run.state, run.agent, config))
             total_steps = run.num_updates * run.steps_per_update
             log = RunLog(workdir, config, total_steps, callbacks, run.started, resumed, run.compile_seconds)
             reports: queue.Queue = queue.Queue()
-            final_state = start_threads(run, workers, checkpointer, reports)
+            experience = experience_logs(config, run, workdir)  # `logger.dataset`: one per actor thread, or none.
+            final_state = start_threads(run, workers, checkpointer, reports, experience)
             try:
                 log_until_done(run, workers[-1], log, checkpointer, reports)
             finally:
@@ -72,7 +79,19 @@ def train(
         raise ThreadFailed(f"Sebulba thread {name!r} failed:\n{formatted}")
     if not final_state:  # A signal stopped the learner.
         raise StoppedBySignal(run.control.stop_signal, f"{run.control.stop_outcome}, threads joined, logs flushed")
+    if experience:  # Only a run that made all its updates writes its dataset.
+        experience[0].write(*experience[1:])
     return TrainResult(final_state[0], run.agent.acting_params(final_state[0]), log.history, log.total_steps)
+
+
+def experience_logs(config: ConfigDict, run: SebulbaRun, workdir: str | None) -> list[ExperienceLog]:
+    """The dataset logger of each actor thread of a run with `logger.dataset`, from its first rollout on; none
+    without."""
+    if not offline_settings.records(config):
+        return []
+    metadata = experience_log.metadata(config, workdir, run.first_update * run.steps_per_update)
+    specs = (run.envs[0].observation_spec(), run.envs[0].action_spec())
+    return [ExperienceLog(config.logger.dataset, specs, metadata) for _ in run.envs]
 
 
 def resume(run: SebulbaRun, checkpointer: Checkpointer) -> tuple[SebulbaRun, dict | None]:

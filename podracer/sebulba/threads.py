@@ -35,10 +35,13 @@ from podracer.sebulba.unroll import make_unroll
 JOIN_TIMEOUT_SECONDS = 30.0
 
 
-def start_threads(run: SebulbaRun, workers: list, checkpointer: Checkpointer, reports: queue.Queue) -> list:
+def start_threads(
+    run: SebulbaRun, workers: list, checkpointer: Checkpointer, reports: queue.Queue, experience: list
+) -> list:
     """Starts an actor thread per environment batch and the learner thread, last, which puts its records on
     `reports` and learns from `run.state` (donated to its first update). Each thread joins `workers` as it starts,
-    so that `shut_down` joins whichever started.
+    so that `shut_down` joins whichever started. Each actor thread records its rollouts in its dataset logger of
+    `experience` (`logger.dataset`; an empty list: none).
 
     Returns the list the learner appends its final state to when it finishes.
     """
@@ -65,6 +68,7 @@ def start_threads(run: SebulbaRun, workers: list, checkpointer: Checkpointer, re
             first_rollout=run.first_update,
             num_rollouts=run.num_updates,
             clock=clock,
+            experience=experience[index] if experience else None,
         )
         workers.append(start_worker(f"actor-{index}", run.control, functools.partial(run_actor, actor)))
     final_state: list = []

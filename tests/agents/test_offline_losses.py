@@ -111,6 +111,7 @@ def test_one_learn_call_on_a_sampled_batch_moves_the_parameters(name):
     next actions."""
     config = podracer.defaults(name)
     config.network.hidden_sizes = (8,)
+    config.offline.dataset = "a dataset"  # IQL and ReBRAC, which also learn online, learn from batches with one.
     agent = agents.make(config, num_updates=4)
     state = agent.init(jax.random.key(0), OBSERVATION_SPEC, ACTION_SPEC)
     ended = np.arange(S) % 4 == 0

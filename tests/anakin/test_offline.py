@@ -126,7 +126,7 @@ def test_bad_datasets_and_agents_are_refused_before_anything_compiles(datasets, 
             "env.name's are float32[3]",
         ),
         ("ppo", "cartpole", str(folder / "cartpole-expert-v0"), "agent.name", "learns online"),
-        ("iql", "gymnax:Pendulum-v1", "", "offline.dataset", "learns from a dataset, and none is given"),
+        ("td3_bc", "gymnax:Pendulum-v1", "", "offline.dataset", "learns from a dataset, and none is given"),
     ]
     for agent, env, dataset, field, words in cases:
         config = offline_config(agent, env, dataset, total_steps=10)
@@ -184,5 +184,5 @@ def test_recording_is_refused_where_it_cannot_work(datasets, tmp_path):
         assert raised.value.field == "logger.dataset"
     config = offline_config("bc", "cartpole", existing)
     config.logger.dataset = str(tmp_path / "d")
-    with pytest.raises(ConfigError, match="records the experience of an online Anakin run"):
+    with pytest.raises(ConfigError, match="records the experience of an online run"):
         podracer.validate_config(config)

@@ -39,7 +39,7 @@ def fresh(config_name: str, overrides: dict) -> trained_lib.TrainedAgent:
         return (rng.normal(scale=0.5, size=leaf.shape) if floating else np.zeros(leaf.shape)).astype(leaf.dtype)
 
     learner_state = jax.tree.map(made_up, like)
-    return trained_lib.TrainedAgent(config, agent, agent.acting_params(learner_state), 0, "fresh")
+    return trained_lib.TrainedAgent(config, agent, learner_state, agent.acting_params(learner_state), 0, "fresh")
 
 
 def inputs(trained: trained_lib.TrainedAgent, steps: int = STEPS, batch: int = BATCH) -> tuple:
@@ -146,7 +146,12 @@ def test_bad_requests_are_refused_before_anything_is_traced_or_written(tmp_path)
     with pytest.raises(UsageError, match="--batch-size 0: must be a positive integer"):
         export_policy(trained, str(tmp_path / "lstm.bin"), batch_size=0)
     without_greedy = trained_lib.TrainedAgent(
-        trained.config, dataclasses.replace(trained.agent, greedy_act=None), trained.acting_params, 0, "fresh"
+        trained.config,
+        dataclasses.replace(trained.agent, greedy_act=None),
+        trained.learner,
+        trained.acting_params,
+        0,
+        "fresh",
     )
     with pytest.raises(UsageError, match="--sample: this agent has no greedy_act"):
         export_policy(without_greedy, str(tmp_path / "lstm.bin"))

@@ -42,6 +42,7 @@ def batches(dataset, devices) -> list:
 
 def updates(name: str, dataset, devices) -> dict:
     config = defaults(name)
+    config.offline.dataset = "the dataset placed below"  # IQL, which also learns online, learns from it.
     config.network.hidden_sizes = (16,)
     config.optimizer.name, config.optimizer.learning_rate = "sgd", 0.1
     agent = agents.make(config, num_updates=UPDATES)

@@ -28,6 +28,7 @@ optimiser `config.optimizer` describes.
 """
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -107,15 +108,14 @@ class Batch(NamedTuple):
     next_observation: Any
     valid: chex.Array  # 0 for the step from an episode's last timestep to the next one's first.
     weights: chex.Array  # Importance weights, 1 for a uniform buffer.
-    next_action: chex.Array | None = None  # A dataset's action at the next observation, in [-1, 1]^D (ReBRAC's).
+    next_action: chex.Array | None = None  # The action taken at the next observation, in [-1, 1]^D (ReBRAC's).
 
 
 def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_clip: float = 0.0) -> Batch:
-    """The transitions of sampled sequences of two timesteps, their actions mapped into [-1, 1]^D; a dataset's
-    batch also holds the action taken at each next observation (`extras["next_action"]`, `podracer.offline`)."""
+    """The transitions of sampled sequences of two timesteps, their actions (and the action taken at each next
+    observation, where the sample holds it) mapped into [-1, 1]^D."""
     tr = transitions(sample.trajectory, gamma, reward_clip)
     observation = sample.trajectory.timestep.observation
-    next_action = sample.trajectory.extras.get("next_action")
     return Batch(
         observation=jax.tree.map(lambda x: x[0], observation),
         action=cn.from_bounds(sample.trajectory.action[0], actor),
@@ -124,7 +124,7 @@ def batch_from(sample: replay.Sample, actor: nn.Module, gamma: float, reward_cli
         next_observation=jax.tree.map(lambda x: x[1], observation),
         valid=tr.valid[0],
         weights=sample.weights,
-        next_action=None if next_action is None else cn.from_bounds(next_action[0], actor),
+        next_action=None if sample.next_action is None else cn.from_bounds(sample.next_action, actor),
     )
 
 
@@ -186,10 +186,11 @@ def critics_objective(rules: Rules, state: OffPolicyState, batch: Batch, targets
 
 
 def make_off_policy_optimizer(config: ConfigDict, num_updates: int) -> optax.GradientTransformation:
-    """`config.optimizer` over the run's gradient steps (`replay_ratio` per `learn` call; one from a dataset)."""
-    return make_optimizer(
-        shared_fields.optimizer_settings(config), gradient_steps=num_updates * config.agent.get("replay_ratio", 1)
-    )
+    """`config.optimizer` over the run's gradient steps: `replay_ratio` per `learn` call, one from a dataset (and
+    for an agent that learns only from one, which has no replay fields)."""
+    from_dataset = shared_fields.learns_from_dataset(config) or "replay_ratio" not in config.agent
+    steps_per_learn = 1 if from_dataset else config.agent.replay_ratio
+    return make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=num_updates * steps_per_learn)
 
 
 def build(config: ConfigDict, num_updates: int, rules: Rules, offline: bool = False) -> Agent:
@@ -211,9 +212,7 @@ def build(config: ConfigDict, num_updates: int, rules: Rules, offline: bool = Fa
             critic=LearnerState(critic, optimizer.init(critic)),
             target_critic=critic,
             own=rules.init_own(actor),
-            replay=()
-            if offline
-            else replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((size,), jnp.float32)),
+            replay=empty_buffer(replay_setup, observation_spec, size),
             learn_calls=jnp.int32(0),
             gradient_steps=jnp.int32(0),
             key=key_data(key),
@@ -251,7 +250,16 @@ def build(config: ConfigDict, num_updates: int, rules: Rules, offline: bool = Fa
         learn=learning_from_batches(gradient_step) if offline else learn,
         acting_params=lambda state: state.actor.params,
         greedy_act=rules.greedy_act,
+        remember=None if offline else functools.partial(replay.remember, replay_setup),
     )
+
+
+def empty_buffer(replay_setup: replay.ReplaySetup | None, observation_spec: Any, size: int) -> PerDevice | tuple:
+    """Each device's empty buffer of transitions whose actions have `size` dimensions; `()` for an agent learning
+    from a dataset (no `replay_setup`)."""
+    if replay_setup is None:
+        return ()
+    return replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((size,), jnp.float32))
 
 
 def learning_from_batches(gradient_step: replay.GradientStep) -> Callable:
@@ -260,10 +268,16 @@ def learning_from_batches(gradient_step: replay.GradientStep) -> Callable:
 
     def learn(state: OffPolicyState, batch: Trajectory, key: chex.PRNGKey, axis_name=None):
         state = state.replace(key=key_data(key))
-        state, metrics, _ = gradient_step(state, replay.uniform_sample(batch), axis_name)
+        state, metrics, _ = gradient_step(state, dataset_sample(batch), axis_name)
         return state.replace(learn_calls=state.learn_calls + 1), metrics
 
     return learn
+
+
+def dataset_sample(batch: Trajectory) -> replay.Sample:
+    """A batch sampled from a dataset (two timesteps, the next action in `extras`, `podracer.offline.sampling`) as a
+    uniform buffer's sample."""
+    return replay.uniform_sample(batch.replace(extras={}), batch.extras["next_action"][0])
 
 
 def key_data(key: chex.PRNGKey) -> chex.Array:

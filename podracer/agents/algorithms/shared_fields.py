@@ -35,6 +35,13 @@ OFFLINE_CONFIG_DEFAULTS = {"cpu_devices": 1}
 run's speed does not depend on the cores of the machine it lands on. Its batch is the same on any number of devices
 (`podracer.offline.sampling`): `--config.cpu_devices=N` splits it."""
 
+
+def learns_from_dataset(config: ConfigDict) -> bool:
+    """Whether the run trains from a dataset (`config.offline.dataset`, `podracer.offline`), not its own experience:
+    what an agent that can do either (IQL, ReBRAC) builds for."""
+    return bool(config.offline.dataset)
+
+
 EPSILON_DEFAULTS = settings.defaults(EpsilonSettings)
 """The exploration fields of `config.agent` for an agent that acts epsilon-greedily on Q-values."""
 

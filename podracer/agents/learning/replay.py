@@ -62,6 +62,7 @@ class Sample(NamedTuple):
     trajectory: Trajectory  # Leaves [L, S, ...] timesteps and [L - 1, S, ...] actions.
     indices: chex.Array  # [S] the items' positions, for `set_priorities` (prioritised buffers).
     weights: chex.Array  # [S] importance weights, 1 for a uniform buffer.
+    next_action: Any = None  # [S, ...] the action taken at each sequence's last timestep (ReBRAC's critic reads it).
 
 
 def make_buffer(replay_settings: ReplaySettings, add_batch_size: int, sequence_length: int):
@@ -142,17 +143,18 @@ def sample(buffer, state: Any, key: chex.PRNGKey, importance_exponent: float) ->
         action=drawn_items["action"][:-1],
         extras=jax.tree.map(lambda x: x[:-1], drawn_items["extras"]),
     )
+    next_action = drawn_items["action"][-1]
     probabilities = getattr(drawn, "probabilities", None)
     if probabilities is None:
-        return uniform_sample(trajectory)
-    return Sample(trajectory, drawn.indices, importance_weights(probabilities, importance_exponent))
+        return uniform_sample(trajectory, next_action)
+    return Sample(trajectory, drawn.indices, importance_weights(probabilities, importance_exponent), next_action)
 
 
-def uniform_sample(trajectory: Trajectory) -> Sample:
+def uniform_sample(trajectory: Trajectory, next_action: Any = None) -> Sample:
     """`trajectory` (leaves `[L, S, ...]`) as a uniform buffer's sample: no positions, every weight 1. What a
     uniform buffer draws, and a batch a program sampled from a dataset (`podracer.offline.sampling`)."""
     size = trajectory.action.shape[1]
-    return Sample(trajectory, jnp.zeros(size, jnp.int32), jnp.ones(size))
+    return Sample(trajectory, jnp.zeros(size, jnp.int32), jnp.ones(size), next_action)
 
 
 def importance_weights(probabilities: chex.Array, exponent: float) -> chex.Array:
@@ -231,6 +233,24 @@ def _store(replay: ReplaySetup, state: Replay, trajectory: Trajectory, learn_cal
     return Replay(buffer, staged)
 
 
+def remember(replay: ReplaySetup, state: Any, trajectory: Trajectory) -> Any:
+    """`state` (with a `replay` field from `init`) with `trajectory`'s T steps appended to each of its rows `[B]`,
+    learning nothing: the experience a run starts with (`Agent.remember`). Only the last steps a row holds are
+    kept where T is longer; nothing is staged."""
+    buffer = state.replay.value.buffer
+    row_length = jax.tree.leaves(buffer.experience)[0].shape[1]
+    kept = min(trajectory.action.shape[0], row_length)
+    newest = trajectory.replace(
+        timestep=jax.tree.map(lambda x: x[-kept - 1 :], trajectory.timestep),
+        action=jax.tree.map(lambda x: x[-kept:], trajectory.action),
+        extras=jax.tree.map(lambda x: x[-kept:], trajectory.extras),
+    )
+    return state.replace(replay=PerDevice(state.replay.value.replace(buffer=add(replay.buffer, buffer, newest))))
+
+
+LOOP_FIELDS = ("replay", "learn_calls")
+"""The fields of a learner state that `make_learn`'s replay loop owns: the buffer, and its count of `learn` calls."""
+
 GradientStep = Callable[[Any, Sample, str | None], tuple[Any, dict, chex.Array]]
 """`(learner_state, sample, axis_name) -> (learner_state, metrics, priorities [S])`: one update from sampled sequences."""
 
@@ -241,7 +261,8 @@ def make_learn(replay: ReplaySetup, gradient_step: GradientStep) -> Callable:
     The learner state has fields `replay` (from `init`) and `learn_calls` (an
     int32 count, which this increments). Each device samples its own buffer;
     `gradient_step` averages over devices. Until every row holds `min_rows`
-    items, `learn` only adds, and its metrics are zeros. A prioritised
+    items (its own or those `remember` added), `learn` only adds, and its
+    metrics are zeros. A prioritised
     buffer's sampled items take the priorities `gradient_step` returns.
     """
 
@@ -256,7 +277,6 @@ def make_learn(replay: ReplaySetup, gradient_step: GradientStep) -> Callable:
         stored = _store(replay, state.replay.value, trajectory, state.learn_calls)
         state = state.replace(replay=PerDevice(stored))
         key = jax.random.fold_in(key, collectives.axis_index(axis_name))  # Each device samples its own buffer.
-        rows_filled = (state.learn_calls + 1) // replay.learn_calls_per_update * replay.unroll_length
 
         def sampled_updates(state: Any) -> tuple[Any, dict]:
             keys = jax.random.split(key, replay.replay_ratio)
@@ -266,7 +286,8 @@ def make_learn(replay: ReplaySetup, gradient_step: GradientStep) -> Callable:
             shapes = jax.eval_shape(sampled_updates, state)[1]
             return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
-        state, metrics = jax.lax.cond(rows_filled >= replay.min_rows, sampled_updates, waiting, state)
+        can_sample = replay.buffer.can_sample(state.replay.value.buffer)
+        state, metrics = jax.lax.cond(can_sample, sampled_updates, waiting, state)
         metrics = {name: jnp.mean(value) for name, value in metrics.items()}
         return state.replace(learn_calls=state.learn_calls + 1), metrics
 

@@ -114,4 +114,5 @@ registry.register(
     validate=validate,
     config_defaults=shared_fields.OFFLINE_CONFIG_DEFAULTS,
     offline=True,
+    online=False,
 )

@@ -205,4 +205,5 @@ registry.register(
     check_environment=check_environment,
     config_defaults=shared_fields.OFFLINE_CONFIG_DEFAULTS,
     offline=True,
+    online=False,
 )

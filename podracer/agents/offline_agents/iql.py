@@ -23,13 +23,21 @@ and XLA may run them side by side:
 Nothing is drawn at random in learning, so an update is the same on any
 number of devices. Actor, critics and value each have their own state of the
 optimiser `config.optimizer` describes.
+
+Without `offline.dataset` IQL learns online: each `learn` call adds its
+rollout to each device's replay buffer and takes `replay_ratio` gradient
+steps on batches of `batch_size` from it, as SAC and TD3 do. That is the
+paper's fine-tuning (Section 5.3): started from an offline run with
+`offline.start_from`, the buffer first holds that run's dataset.
 """
 
+import functools
 from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
+import optax
 from flax import struct
 from ml_collections import ConfigDict
 
@@ -37,21 +45,22 @@ from podracer.agents import registry
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import off_policy, shared_fields
 from podracer.agents.learning import replay
-from podracer.agents.learning.optimizer import LearnerState, make_optimizer, sgd_step
+from podracer.agents.learning.optimizer import LearnerState, sgd_step
 from podracer.agents.models import continuous_networks as cn
 from podracer.agents.models import policy
 from podracer.agents.trajectory import Trajectory
 from podracer.config import field_checks
+from podracer.devices.per_device import PerDevice
 
 WEIGHT_CLIP = 100.0  # The largest advantage weight (the authors' code).
 
 
 def defaults() -> ConfigDict:
-    return off_policy.defaults(offline=True, expectile=0.7, temperature=3.0)
+    return off_policy.defaults(expectile=0.7, temperature=3.0)
 
 
 def validate(config: ConfigDict) -> None:
-    off_policy.validate(config, offline=True)
+    off_policy.validate(config, offline=shared_fields.learns_from_dataset(config))
     field_checks.number(config, "agent.expectile", example=0.7, above=0.0, at_most=1.0)
     field_checks.number(config, "agent.temperature", example=3.0, at_least=0.0)
 
@@ -62,6 +71,7 @@ class IQLState:
     critic: LearnerState  # params: the twin critics.
     value: LearnerState  # params: V(s).
     target_critic: cn.Model
+    replay: PerDevice | tuple  # Each device's own `replay.Replay` learning online; () learning from a dataset.
     learn_calls: chex.Array
 
 
@@ -101,26 +111,11 @@ def critic_loss(critic: cn.Model, batch: off_policy.Batch, next_v: chex.Array) -
     return loss, metrics
 
 
-def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, cn.network_fields(config.network)
-    optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=num_updates)
+def make_gradient_step(agent_config: ConfigDict, optimizer: optax.GradientTransformation) -> replay.GradientStep:
+    """One step of all three losses on a sampled batch, with the critics' mean |TD error| as priorities."""
 
-    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> IQLState:
-        size, low, high = cn.bounds(action_spec)
-        actor_key, critic_key, value_key = jax.random.split(key, 3)
-        models = (
-            cn.init_model(actor_key, cn.GaussianActor(size, low, high, **network), observation_spec),
-            cn.init_model(critic_key, cn.TwinCritic(**network), observation_spec, size),
-            cn.init_model(value_key, cn.StateValue(**network), observation_spec),
-        )
-        actor, critic, value = (LearnerState(model, optimizer.init(model)) for model in models)
-        return IQLState(actor, critic, value, target_critic=critic.params, learn_calls=jnp.int32(0))
-
-    def learn(state: IQLState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
-        del key  # Nothing is drawn.
-        batch = off_policy.batch_from(
-            replay.uniform_sample(trajectory), state.actor.params.module, agent_config.gamma, agent_config.reward_clip
-        )
+    def gradient_step(state: IQLState, sample: replay.Sample, axis_name) -> tuple[IQLState, dict, chex.Array]:
+        batch = off_policy.batch_from(sample, state.actor.params.module, agent_config.gamma, agent_config.reward_clip)
         target_q = off_policy.min_q(state.target_critic, batch.observation, batch.action)
 
         def update(learner: LearnerState, loss) -> tuple[LearnerState, dict]:
@@ -138,17 +133,59 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         target_critic = off_policy.polyak(critic.params, state.target_critic, agent_config.target_tau)
         metrics = {**value_metrics, **actor_metrics, **critic_metrics}
         metrics.pop("grad_norm")
-        return IQLState(actor, critic, value, target_critic, state.learn_calls + 1), metrics
+        _, (_, priorities) = off_policy.critic_loss(state.critic.params, batch, off_policy.td_targets(batch, next_v))
+        return state.replace(actor=actor, critic=critic, value=value, target_critic=target_critic), metrics, priorities
 
-    def greedy_act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
-        del key
-        return cn.to_bounds(policy_outputs(params, observation)["mean"], params.module), {}
+    return gradient_step
 
-    def act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
-        unit = jnp.clip(policy.sample(key, policy_outputs(params, observation)), -1.0, 1.0)
-        return cn.to_bounds(unit, params.module), {}
 
-    return Agent(init=init, act=act, learn=learn, acting_params=lambda state: state.actor.params, greedy_act=greedy_act)
+def greedy_act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+    """The Gaussian's mean, on the action bounds."""
+    del key
+    return cn.to_bounds(policy_outputs(params, observation)["mean"], params.module), {}
+
+
+def act(params: cn.Model, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
+    """A sample of the Gaussian, clipped to [-1, 1]^D, on the action bounds."""
+    unit = jnp.clip(policy.sample(key, policy_outputs(params, observation)), -1.0, 1.0)
+    return cn.to_bounds(unit, params.module), {}
+
+
+def build(config: ConfigDict, num_updates: int) -> Agent:
+    network = cn.network_fields(config.network)
+    replay_setup = None if shared_fields.learns_from_dataset(config) else shared_fields.replay_setup(config, 2)
+    optimizer = off_policy.make_off_policy_optimizer(config, num_updates)
+    gradient_step = make_gradient_step(config.agent, optimizer)
+
+    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> IQLState:
+        size, low, high = cn.bounds(action_spec)
+        actor_key, critic_key, value_key = jax.random.split(key, 3)
+        models = (
+            cn.init_model(actor_key, cn.GaussianActor(size, low, high, **network), observation_spec),
+            cn.init_model(critic_key, cn.TwinCritic(**network), observation_spec, size),
+            cn.init_model(value_key, cn.StateValue(**network), observation_spec),
+        )
+        actor, critic, value = (LearnerState(model, optimizer.init(model)) for model in models)
+        buffer = off_policy.empty_buffer(replay_setup, observation_spec, size)
+        return IQLState(actor, critic, value, target_critic=critic.params, replay=buffer, learn_calls=jnp.int32(0))
+
+    def learn_from_batch(state: IQLState, batch: Trajectory, key: chex.PRNGKey, axis_name=None):
+        del key  # Nothing is drawn.
+        state, metrics, _ = gradient_step(state, off_policy.dataset_sample(batch), axis_name)
+        return state.replace(learn_calls=state.learn_calls + 1), metrics
+
+    def learn_online(state: IQLState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
+        replayed_learn = replay.make_learn(replay_setup, gradient_step)
+        return replayed_learn(state, trajectory.replace(extras={}), key, axis_name)  # The buffer keeps no extras.
+
+    return Agent(
+        init=init,
+        act=act,
+        learn=learn_from_batch if replay_setup is None else learn_online,
+        acting_params=lambda state: state.actor.params,
+        greedy_act=greedy_act,
+        remember=None if replay_setup is None else functools.partial(replay.remember, replay_setup),
+    )
 
 
 registry.register(
@@ -158,4 +195,5 @@ registry.register(
     validate=validate,
     config_defaults=shared_fields.OFFLINE_CONFIG_DEFAULTS,
     offline=True,
+    online=True,
 )

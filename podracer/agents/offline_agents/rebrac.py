@@ -15,6 +15,11 @@ configs), larger batches and learning rates. Per gradient step:
 Squares sum over the action's dimensions in [-1, 1]^D, as in the authors'
 code. beta_1 and beta_2 are tuned per dataset in the paper (D4RL's locomotion:
 beta_1 from 0.001 to 1, beta_2 from 0 to 0.1).
+
+Without `offline.dataset` ReBRAC learns online from each device's replay
+buffer, as TD3 does, with both penalties in place, a'_D the action the agent
+took at the next observation: the authors' fine-tuning, started from an
+offline run with `offline.start_from`, whose dataset the buffer first holds.
 """
 
 import chex
@@ -30,14 +35,11 @@ from podracer.config import field_checks
 
 
 def defaults() -> ConfigDict:
-    fields = td3_bc.defaults()
-    del fields["alpha"]
-    fields.update(batch_size=1024, actor_bc_coef=0.01, critic_bc_coef=0.01)
-    return fields
+    return off_policy.defaults(**td3.OWN_DEFAULTS, actor_bc_coef=0.01, critic_bc_coef=0.01, batch_size=1024)
 
 
 def validate(config: ConfigDict) -> None:
-    off_policy.validate(config, offline=True)
+    off_policy.validate(config, offline=shared_fields.learns_from_dataset(config))
     td3.validate_own_fields(config)
     for field, example in (("actor_bc_coef", 0.01), ("critic_bc_coef", 0.01)):
         field_checks.number(config, f"agent.{field}", example=example, at_least=0.0)
@@ -62,7 +64,7 @@ def actor_loss(actor_bc_coef: float) -> td3.ActorLoss:
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
     rules = td3.make_rules(config, num_updates, actor_loss(config.agent.actor_bc_coef))
-    return off_policy.build(config, num_updates, rules, offline=True)
+    return off_policy.build(config, num_updates, rules, offline=shared_fields.learns_from_dataset(config))
 
 
 registry.register(
@@ -72,4 +74,5 @@ registry.register(
     validate=validate,
     config_defaults={**shared_fields.OFFLINE_CONFIG_DEFAULTS, "network.layer_norm": True},
     offline=True,
+    online=True,
 )
