@@ -71,7 +71,6 @@ def as_streams(dataset: Dataset, streams: int) -> Trajectory:
         return np.concatenate([runs, runs[-1:]])
 
     timestep = jax.tree.map(dealt, timestep)
-    timestep = timestep.replace(step_type=timestep.step_type.copy())
     timestep.step_type[-2:] = LAST
     return Trajectory(timestep=timestep, action=dealt(dataset.action)[:-1], extras={})
 

@@ -53,6 +53,7 @@ def online_config(agent: str, start_from: str, architecture: str = "anakin", **f
     return config
 
 
+@pytest.mark.slow  # Two offline runs (the module's), then an online run on each architecture.
 @pytest.mark.parametrize(("architecture", "agent"), [("anakin", "iql"), ("sebulba", "rebrac")])
 def test_an_online_run_begins_with_the_offline_agent_and_its_dataset_in_the_buffer(offline_runs, architecture, agent):
     """The run's one update waits for more data, so it learns nothing: its state ends with the offline run's
@@ -75,12 +76,14 @@ def test_an_online_run_begins_with_the_offline_agent_and_its_dataset_in_the_buff
     assert np.all(np.asarray(buffer.current_index) == dataset_rows // rows + 4)
 
 
+@pytest.mark.slow  # An online run.
 def test_keep_data_false_starts_with_an_empty_buffer(offline_runs):
     config = online_config("iql", offline_runs["iql"], **{"offline.keep_data": False})
     state = podracer.train(config).learner_state
     assert int(np.asarray(state.replay.value.buffer.current_index)[0]) == 4
 
 
+@pytest.mark.slow  # Two online runs of 4 updates.
 def test_a_resumed_run_goes_on_from_its_own_checkpoint_not_the_offline_one(offline_runs, tmp_path):
     """4 updates that learn (a checkpoint at 2); resumed from it in a copy of the workdir, the run ends bitwise
     where it did: the resumed run does not take the offline run's state or dataset again."""
@@ -97,6 +100,7 @@ def test_a_resumed_run_goes_on_from_its_own_checkpoint_not_the_offline_one(offli
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.slow  # The module's offline runs, and one online run without the dataset.
 def test_what_cannot_be_gone_on_from_is_refused_before_anything_compiles(offline_runs, tmp_path):
     iql, folder = offline_runs["iql"], offline_runs["folder"]
     os.makedirs(tmp_path / "empty")

@@ -9,6 +9,7 @@ from podracer.offline import minari_files
 from tests.helpers import small_sebulba_cartpole
 
 
+@pytest.mark.slow  # Two Sebulba runs of 10 updates.
 def test_a_run_records_its_actor_threads_episodes_as_the_episodes_it_reports(tmp_path):
     """10 updates of 2 actor threads x 6 CartPole environments: the dataset holds exactly the episodes that ended in
     the run's records; a run stopped before its end leaves no dataset."""

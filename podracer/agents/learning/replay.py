@@ -262,8 +262,8 @@ def make_learn(replay: ReplaySetup, gradient_step: GradientStep) -> Callable:
     int32 count, which this increments). Each device samples its own buffer;
     `gradient_step` averages over devices. Until every row holds `min_rows`
     items (its own or those `remember` added), `learn` only adds, and its
-    metrics are zeros. A prioritised
-    buffer's sampled items take the priorities `gradient_step` returns.
+    metrics are zeros. A prioritised buffer's sampled items take the
+    priorities `gradient_step` returns.
     """
 
     def one_step(state: Any, key: chex.PRNGKey, axis_name: str | None) -> tuple[Any, dict]:
