@@ -82,7 +82,8 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     config = from_dict(meta["config"])
     config, learner = _member(config, learner, member)
     agent = agents.make(config, num_updates=_num_updates(config))
-    like = jax.eval_shape(lambda key: agent.init(key, *env_specs(config)), jax.random.key(0))
+    specs = env_specs(config)  # Outside the trace: an environment may make arrays as it is built.
+    like = jax.eval_shape(lambda key: agent.init(key, *specs), jax.random.key(0))
     learner = _as_tree(learner, like)
     return TrainedAgent(config, agent, learner, agent.acting_params(learner), int(meta["step"]), path)
 

@@ -78,3 +78,20 @@ def test_the_command_writes_a_dataset_and_refuses_bad_arguments_with_exit_2(catc
         refused = run_cli("collect", *args)
         assert refused.returncode == 2 and words in refused.stderr, (args, refused.stderr)
     assert sorted(os.listdir(tmp_path)) == ["catch-v0"]
+
+
+@pytest.mark.slow  # A PQN run, then a fresh process.
+def test_a_run_on_an_environment_that_makes_arrays_as_it_is_built_is_collected_from_a_fresh_process(tmp_path):
+    """gymnax's MinAtar games make JAX arrays in their constructors: `podracer collect` in a fresh process, where
+    the environment is first built to rebuild the agent, builds it outside any trace (once, inside one, it leaked
+    a tracer)."""
+    config = podracer.load_config(
+        "configs/anakin_minatar_breakout_pqn.py",
+        {"num_envs": 8, "unroll_length": 4, "total_steps": 32, "network.hidden_sizes": (8,)},
+    )
+    config.agent.num_minibatches = 1
+    podracer.train(config, workdir=str(tmp_path / "run"))
+    out = str(tmp_path / "data")
+    result = run_cli("collect", str(tmp_path / "run"), "--steps", "20", "--out", out, "--num-envs", "2")
+    assert result.returncode == 0, result.stderr
+    assert read_back(out)[1].shape == (10, 10, 4)
