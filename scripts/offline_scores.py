@@ -51,6 +51,7 @@ def main(argv=None) -> None:
     parser.add_argument("--family", default="pendulum", help="the datasets' and configs' family name")
     parser.add_argument("--out", required=True, help="where the runs' workdirs go")
     parser.add_argument("--agents", nargs="+", default=["bc", "td3_bc", "iql", "rebrac"])
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, help="the datasets to train on (default: every one)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--episodes", type=int, default=100, help="the final evaluation's episodes")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="a config override")
@@ -59,7 +60,7 @@ def main(argv=None) -> None:
     returns = dataset_returns(args.datasets, args.family)
     low, high = returns["random"], returns["expert"]
     rows = []
-    for kind in returns:
+    for kind in args.kinds or list(returns):
         for agent in args.agents:
             dataset = os.path.join(args.datasets, f"{args.family}-{kind}-v0")
             workdir = train(agent, args.family, dataset, args.out, args.seeds, args.episodes, overrides)
