@@ -15,7 +15,7 @@ from podracer import defaults
 def get_config():
     config = defaults("cql")
     config.env.name = "gymnax:Breakout-MinAtar"
-    config.offline.dataset = "datasets/breakout-minatar-medium-v0"
+    config.offline.dataset = "datasets/minatar_breakout-medium-replay-v0"
     config.total_steps = 100_000  # Gradient steps.
     config.log_records = 20
     config.evaluation.every_steps = 10_000
