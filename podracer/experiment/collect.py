@@ -47,17 +47,15 @@ def random_actions(rng: np.random.Generator, spec: specs.Array, num_envs: int) -
     return rng.uniform(low, high, (num_envs, *spec.shape)).astype(spec.dtype)
 
 
-def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> tuple[list[Episode], tuple]:
-    """Whole episodes of the trained agent acting by `policy`, at least `steps` transitions in all, and the
-    environment's `(observation_spec, action_spec)`."""
-    agent, keys = trained.agent, jax.random.split(jax.random.key(policy.seed), num_envs)
+def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> list[Episode]:
+    """Whole episodes of the trained agent acting by `policy`, at least `steps` transitions in all."""
+    agent, params, keys = trained.agent, trained.acting_params, jax.random.split(jax.random.key(policy.seed), num_envs)
     if trained.config.architecture == "anakin":
         env, act_keys = JaxOnHost(trained.make_env(), keys, auto_reset=True), evaluation_keys(keys)[1]
     else:
         env, act_keys = trained.make_env(num_envs, SEED_OFFSET + policy.seed), keys
     rng, act = np.random.default_rng(policy.seed), jitted_act(agent, policy.greedy)
-    specs, agent_state = (env.observation_spec(), env.action_spec()), agent.state_for(num_envs)
-    action_spec = specs[1]
+    action_spec, agent_state = env.action_spec(), agent.state_for(num_envs)
     recorder, episodes, recorded, t = EpisodeRecorder(num_envs), [], 0, 0
     try:
         timestep = env.reset()
@@ -67,7 +65,7 @@ def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> tu
                 raise UsageError(
                     f"no episode of {trained.config.env.name} ended in {t:,} steps; collect needs whole ones"
                 )
-            action, _, agent_state = act(trained.acting_params, timestep, agent_state, step_keys(act_keys, t))
+            action, _, agent_state = act(params, timestep, agent_state, step_keys(act_keys, t))
             action = np.asarray(clip_to_spec(np.asarray(action), action_spec, np))
             explore = rng.random(num_envs) < policy.epsilon
             action = np.where(
@@ -79,17 +77,17 @@ def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> tu
             recorded, t = recorded + sum(episode.steps for episode in ended), t + 1
     finally:
         env.close()
-    return episodes, specs
+    return episodes
 
 
 def collect(trained: TrainedAgent, steps: int, out: str, policy: Policy, num_envs: int) -> list[Episode]:
     """Plays (`play`) and writes the episodes as the dataset `out`, its metadata saying what made it."""
-    episodes, specs = play(trained, steps, policy, num_envs)
+    episodes = play(trained, steps, policy, num_envs)
     metadata = {
         **minari_files.run_metadata(trained.config),
         "checkpoint": trained.checkpoint,
         "checkpoint_step": trained.step,
         "policy": {**dataclasses.asdict(policy), "num_envs": num_envs},
     }
-    minari_files.write(out, episodes, *specs, metadata)
+    minari_files.write(out, episodes, *trained.specs, metadata)
     return episodes

@@ -31,7 +31,7 @@ def load(config: ConfigDict) -> Start | None:
             "offline.start_from", f"{path}: {error}", "give the workdir of a run that saved one"
         ) from None
     check_same_agent(config, source.config, path)
-    specs, theirs = trained.env_specs(config), trained.env_specs(source.config)
+    specs, theirs = trained.env_specs(config), source.specs
     if _described(theirs) != _described(specs):
         raise ConfigError(
             "offline.start_from",

@@ -39,9 +39,14 @@ class TrainedAgent:
     config: ConfigDict  # The run's resolved config (a population member's, for a population).
     agent: Agent
     learner: Any  # The learner state, on the default device.
-    acting_params: Any  # `agent.acting_params(learner_state)`.
+    specs: tuple  # `(observation_spec, action_spec)` of the run's environment (one environment's).
     step: int  # The environment steps the checkpoint had taken.
     checkpoint: str  # Its folder.
+
+    @property
+    def acting_params(self) -> Any:
+        """What the agent acts with: `agent.acting_params` of the learner state."""
+        return self.agent.acting_params(self.learner)
 
     def make_env(self, num_envs: int = 1, seed: int = 0) -> Any:
         """The run's environment: a pure-JAX `Environment` for Anakin, a batch of `num_envs` host ones for Sebulba."""
@@ -85,7 +90,7 @@ def load(workdir: str, checkpoint: int | None = None, member: int | None = None)
     specs = env_specs(config)  # Outside the trace: an environment may make arrays as it is built.
     like = jax.eval_shape(lambda key: agent.init(key, *specs), jax.random.key(0))
     learner = _as_tree(learner, like)
-    return TrainedAgent(config, agent, learner, agent.acting_params(learner), int(meta["step"]), path)
+    return TrainedAgent(config, agent, learner, specs, int(meta["step"]), path)
 
 
 def _restore_learner(folder: str, update: int) -> tuple[Any, dict]:

@@ -39,7 +39,8 @@ def fresh(config_name: str, overrides: dict) -> trained_lib.TrainedAgent:
         return (rng.normal(scale=0.5, size=leaf.shape) if floating else np.zeros(leaf.shape)).astype(leaf.dtype)
 
     learner_state = jax.tree.map(made_up, like)
-    return trained_lib.TrainedAgent(config, agent, learner_state, agent.acting_params(learner_state), 0, "fresh")
+    specs = (env.observation_spec(), env.action_spec())
+    return trained_lib.TrainedAgent(config, agent, learner_state, specs, 0, "fresh")
 
 
 def inputs(trained: trained_lib.TrainedAgent, steps: int = STEPS, batch: int = BATCH) -> tuple:
@@ -149,7 +150,7 @@ def test_bad_requests_are_refused_before_anything_is_traced_or_written(tmp_path)
         trained.config,
         dataclasses.replace(trained.agent, greedy_act=None),
         trained.learner,
-        trained.acting_params,
+        trained.specs,
         0,
         "fresh",
     )

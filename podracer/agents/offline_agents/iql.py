@@ -174,8 +174,9 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         state, metrics, _ = gradient_step(state, off_policy.dataset_sample(batch), axis_name)
         return state.replace(learn_calls=state.learn_calls + 1), metrics
 
+    replayed_learn = None if replay_setup is None else replay.make_learn(replay_setup, gradient_step)
+
     def learn_online(state: IQLState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
-        replayed_learn = replay.make_learn(replay_setup, gradient_step)
         return replayed_learn(state, trajectory.replace(extras={}), key, axis_name)  # The buffer keeps no extras.
 
     return Agent(
