@@ -20,9 +20,10 @@ from ml_collections import ConfigDict
 
 from podracer import agents, envs
 from podracer.agents import Agent
-from podracer.anakin import anakin_settings
+from podracer.anakin import anakin_settings, exploit_explore
 from podracer.anakin.anakin_evaluation import make_evaluate
 from podracer.anakin.anakin_programs import programs
+from podracer.anakin.exploit_explore import PBT
 from podracer.anakin.program import AgentFor, AnakinState, over_members
 from podracer.anakin.slots import updates_run
 from podracer.config import population
@@ -63,6 +64,7 @@ class AnakinRun:
     compile_seconds: float
     update: int = 0  # Updates done: a resumed checkpoint's, then each dispatch's.
     experience: ExperienceLog | None = None  # The dataset logger (`logger.dataset`), from the first dispatch on.
+    pbt: PBT | None = None  # Population-based training's host state (`population.pbt`); None without.
 
 
 def train(
@@ -84,6 +86,8 @@ def train(
     checkpointer = Checkpointer(workdir, config)  # Refuses an incompatible checkpoint before anything is built.
     run = build(config, env, agent)
     resumed = restore_into(checkpointer, run)
+    if resumed is not None and run.pbt is not None:
+        run.hyperparameters = exploit_explore.restore(run.pbt, resumed)
     if start is not None and resumed is None:  # A resumed run goes on from its own checkpoint.
         learner = starting_state.begin(start, run.state.learner, run.agent_for(run.hyperparameters), config)
         run.state = run.state.replace(learner=learner)
@@ -159,6 +163,7 @@ def build(config: ConfigDict, env: Environment | None, agent: Agent | None) -> A
         dispatch=dispatch,
         evaluate=evaluate,
         compile_seconds=time.perf_counter() - compile_start,
+        pbt=exploit_explore.start(config, hyperparameters, anakin_settings.steps_per_update(config)),
     )
 
 
@@ -173,6 +178,8 @@ def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer)
         last_time = time.perf_counter()
         while run.update < run.num_updates:
             updates = budget.next_stretch(run.update, run.num_updates, run.updates_per_dispatch)
+            if run.pbt is not None:
+                updates = exploit_explore.until_ready(run.pbt, run.update, updates)
             dispatch_start = time.perf_counter()
             run.state, outputs = run.dispatch(run.state, run.hyperparameters, np.int32(updates))
             metrics, completed, flags, *recorded = jax.device_get(outputs)  # Waits for the dispatch.
@@ -190,6 +197,9 @@ def dispatch_until_done(run: AnakinRun, log: RunLog, checkpointer: Checkpointer)
                 final=run.update + updates >= run.num_updates,
                 members=run.members,
             )
+            if run.pbt is not None:
+                ready = (run.pbt, run.state, run.hyperparameters, completed, run.update + updates, record)
+                run.state, run.hyperparameters = exploit_explore.step(*ready)
             log.report(record, run.state)
             each_member = population.members_of((metrics, flags), run.members)
             for member, (member_metrics, member_flags) in enumerate(each_member):
@@ -207,7 +217,10 @@ def save_and_stop(
     Every process of the job decides alike (`agree`), on process 0's clock.
     """
     due = checkpointer.due(run.update) or run.update >= run.num_updates
-    dispatch_seconds = save_or_stop(checkpointer, run.update, run.state, record, stop_requests, due, dispatch_seconds)
+    meta = exploit_explore.to_meta(run.pbt, run.hyperparameters) if run.pbt is not None else {}
+    dispatch_seconds = save_or_stop(
+        checkpointer, run.update, run.state, record, stop_requests, due, dispatch_seconds, meta=meta
+    )
     limit = run.config.max_dispatch_seconds
     shorter = anakin_settings.shorter_dispatch(run.updates_per_dispatch, dispatch_seconds, limit)
     if shorter != run.updates_per_dispatch and is_chief():

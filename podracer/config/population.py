@@ -26,12 +26,13 @@ from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 
 FIELD = "population"
+PBT = "pbt"  # The group under `population` that turns on population-based training (podracer.config.pbt_settings).
 VARIABLE_GROUPS = ("agent", "optimizer")  # Where the hyperparameters a member may vary live, besides `seed`.
 
 
 def values(config: ConfigDict) -> dict[str, tuple]:
     """`{dotted field: one value per member}` for every field `config.population` lists; empty for a single run."""
-    return _leaves(config.get(FIELD, ConfigDict()))
+    return leaves(_without_pbt(config.get(FIELD, ConfigDict())))
 
 
 def size(config: ConfigDict) -> int:
@@ -185,6 +186,20 @@ def summary(member_records: list[dict]) -> dict:
 _EXAMPLE = 'list one value per member, e.g. --config.population.seed="(0, 1, 2, 3)"'
 
 
+def can_vary(config: ConfigDict, field: str) -> bool:
+    """Whether members of one program may differ in `field`: a real-valued field of `agent` or `optimizer`.
+
+    Those reach the program as arrays; whole numbers and choices fix its
+    shapes or its structure. (An agent may still read one as a Python number
+    while building its program: `naming_fixed_fields` names it then.)
+    """
+    return field.split(".")[0] in VARIABLE_GROUPS and isinstance(_value_at(config, field), float)
+
+
+def _without_pbt(group: ConfigDict) -> ConfigDict:
+    return ConfigDict({name: value for name, value in group.items() if name != PBT})
+
+
 def _check_field(config: ConfigDict, field: str, column: Any, agent_from_config: bool) -> None:
     name = f"{FIELD}.{field}"
     if not isinstance(column, (tuple, list)) or not column:
@@ -194,7 +209,7 @@ def _check_field(config: ConfigDict, field: str, column: Any, agent_from_config:
             raise ConfigError(name, f"seeds are whole numbers from 0, got {column!r}", _EXAMPLE)
         return
     current = _value_at(config, field)
-    if field.split(".")[0] not in VARIABLE_GROUPS or not isinstance(current, float):
+    if not can_vary(config, field):
         what = "no field of the config" if current is _MISSING else f"config.{field} (= {current!r}), no real number"
         raise ConfigError(
             name,
@@ -224,11 +239,12 @@ def _value_at(config: ConfigDict, field: str) -> Any:
     return node
 
 
-def _leaves(group: ConfigDict, prefix: str = "") -> dict[str, Any]:
-    leaves = {}
+def leaves(group: ConfigDict, prefix: str = "") -> dict[str, Any]:
+    """`{dotted name: value}` for every field under `group`, its subgroups flattened."""
+    found = {}
     for name, value in group.items():
         if isinstance(value, ConfigDict):
-            leaves.update(_leaves(value, f"{prefix}{name}."))
+            found.update(leaves(value, f"{prefix}{name}."))
         else:
-            leaves[f"{prefix}{name}"] = value
-    return leaves
+            found[f"{prefix}{name}"] = value
+    return found

@@ -21,7 +21,7 @@ from podracer.agents.models.cores import CORES
 from podracer.agents.models.network_settings import NetworkSettings
 from podracer.agents.models.torsos import TORSOS, VECTOR_TORSOS
 from podracer.anakin import anakin_settings
-from podracer.config import field_checks, loading, population, settings
+from podracer.config import field_checks, loading, pbt_settings, population, settings
 from podracer.config.errors import ConfigError
 from podracer.config.loading import OPEN_FIELDS, unknown_field
 from podracer.offline import offline_settings
@@ -69,7 +69,7 @@ def defaults(agent: str = "actor_critic", architecture: str = "anakin") -> Confi
     config.optimizer = ConfigDict(settings.defaults(OptimizerSettings))
     config.agent = agent_group(agent)
     # Anakin only: runs of this config differing in seed and hyperparameters, in one program (podracer.config.population).
-    config.population = ConfigDict()
+    config.population = ConfigDict({population.PBT: pbt_settings.defaults()})  # PBT: podracer.config.pbt_settings.
     for field, value in agents.lookup(agent).config_defaults.items():  # What the agent needs otherwise.
         loading.override(config, field, value, source=f"{agent}'s registry entry")
     return config
@@ -119,6 +119,7 @@ def validate(config: ConfigDict, *, agent_from_config: bool = True, env_from_con
     if agent_from_config:
         _validate_agent(config)
     population.validate(config, _validate_agent, agent_from_config)
+    pbt_settings.validate(config, anakin_settings.steps_per_update(config) if config.architecture == "anakin" else 0)
 
 
 def _validate_field_names(config: ConfigDict, agent_from_config: bool) -> None:

@@ -42,17 +42,21 @@ def save_or_stop(
     due: bool,
     seconds: float = 0.0,
     on_save: Callable[[], None] | None = None,
+    meta: dict | None = None,
 ) -> float:
     """After a dispatch: a checkpoint of `state` if one is `due` or a stop was asked for, then the stop.
 
     Every process of the job decides alike (`agree`); `on_save` runs after
-    each save (the meta-trainer writes its rule). Raises `StoppedBySignal`
+    each save (the meta-trainer writes its rule); `meta` goes into the checkpoint's metadata beside the record's
+    step and wall time (a PBT run's hyperparameters). Raises `StoppedBySignal`
     for the first signal in `stop_requests` (SIGTERM if another process got
     it); otherwise returns process 0's `seconds`.
     """
     save, stop, seconds = agree(due, bool(stop_requests), seconds)
     if save:
-        checkpointer.save(update, state, {"step": record["step"], "wall_seconds": record["wall_seconds"]})
+        checkpointer.save(
+            update, state, {"step": record["step"], "wall_seconds": record["wall_seconds"], **(meta or {})}
+        )
         if on_save is not None:
             on_save()
     if stop:
