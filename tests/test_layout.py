@@ -33,7 +33,7 @@ LAYERS = (
     ("anakin", "sebulba"),
     ("experiment",),
     ("plot",),
-    ("bench",),
+    ("bench", "tuning"),
     ("cli",),
     ("podracer",),
 )

@@ -28,6 +28,7 @@ from podracer.cli import (
     export_command,
     meta_train_command,
     plot_command,
+    sweep_command,
     train_command,
 )
 from podracer.cli.common import EXIT_USAGE, CommandLineError, Parser, report, split_overrides
@@ -36,6 +37,7 @@ from podracer.devices import host_memory
 COMMANDS = (  # Each has `register(commands)`.
     train_command,
     meta_train_command,
+    sweep_command,
     evaluate_command,
     collect_command,
     export_command,

@@ -37,6 +37,11 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="the runs as seeds: IQM and mean with bootstrap confidence intervals, printed and drawn (stats extra)",
     )
+    parser.add_argument(
+        "--pbt",
+        action="store_true",
+        help="a population-based training run: each member's hyperparameters and return, and who copied whom",
+    )
 
 
 def plot(args: argparse.Namespace) -> int:
@@ -49,7 +54,7 @@ def plot(args: argparse.Namespace) -> int:
 
     try:
         use_agg()
-        figure, what = _aggregate(args) if args.aggregate else _summary(args)
+        figure, what = _aggregate(args) if args.aggregate else _lineage(args) if args.pbt else _summary(args)
     except (OSError, ValueError, ImportError) as error:
         return report(args.prog, error)
     with written_whole(args.out) as partial:  # A reader never sees half an image.
@@ -91,3 +96,15 @@ def _aggregate(args: argparse.Namespace) -> tuple:
     print(aggregate.table(groups))
     runs = sum(len(group.scores) for group in groups)
     return aggregate.figure(groups, title=args.title), f"{count(len(groups), 'group')} of {count(runs, 'run')}"
+
+
+def _lineage(args: argparse.Namespace) -> tuple:
+    """`podracer.plot.tuning_figures.lineage` of one PBT run, and what it drew in words."""
+    from podracer.plot import read_metrics, tuning_figures
+
+    if len(args.workdirs) != 1:
+        raise UsageError(f"--pbt draws one run; got {len(args.workdirs)} workdirs")
+    records = read_metrics(args.workdirs[0])
+    if not any(tuning_figures.PARENT in member for record in records for member in record.get("members", ())):
+        raise UsageError(f"{args.workdirs[0]!r} is no PBT run: its members carry no parent (population.pbt)")
+    return tuning_figures.lineage(records), f"the lineage of {count(len(records[-1]['members']), 'member')}"

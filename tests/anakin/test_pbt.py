@@ -99,6 +99,7 @@ def member_fitness(window: list[dict], members: int) -> np.ndarray:
     return sums / counts
 
 
+@pytest.mark.slow  # About 5 s: a Catch population.
 def test_a_pbt_run_copies_the_best_members_states_and_logs_every_members_lineage_and_hyperparameters():
     """Checked against the run's own records: at each ready point the members with the worse half of the interval's
     returns take a better member's learner state (bitwise) and its learning rate, perturbed or resampled."""
@@ -197,3 +198,15 @@ def test_a_pbt_population_trains_over_a_pod_of_two_processes_on_eight_devices(tm
     parents = [record[exploit_explore.PARENT] for record in records if "member" in record]
     assert len(parents) == 12 * 4 and any(parent != index % 4 for index, parent in enumerate(parents))
     assert all(math.isfinite(record["optimizer.learning_rate"]) for record in records if "member" in record)
+
+
+@pytest.mark.slow  # About 8 s: two Catch populations.
+def test_the_lineage_figure_draws_a_pbt_runs_members_and_the_plot_command_refuses_a_run_without_pbt(tmp_path, capsys):
+    from podracer import cli
+
+    podracer.train(load_config("anakin_catch", CATCH), workdir=str(tmp_path / "pbt"))
+    assert cli.run(["plot", str(tmp_path / "pbt"), "--pbt", "--out", str(tmp_path / "pbt.png")]) == 0
+    assert "the lineage of 4 members" in capsys.readouterr().out and (tmp_path / "pbt.png").stat().st_size > 0
+    podracer.train(load_config("anakin_catch", {**CATCH, "population.pbt.ready_steps": 0}), workdir=str(tmp_path / "f"))
+    assert cli.run(["plot", str(tmp_path / "f"), "--pbt", "--out", str(tmp_path / "f.png")]) == 2
+    assert "is no PBT run" in capsys.readouterr().err
