@@ -3,6 +3,8 @@
 Which devices a config uses is `podracer.devices.device_split`'s.
 """
 
+import math
+
 from ml_collections import ConfigDict
 
 from podracer import envs
@@ -61,9 +63,13 @@ def device_shares(config: ConfigDict) -> xla_cpu.Shares:
     environments adds half again, but at CleanRL's 4 CartPole PPO environments
     per device the devices' meeting at every gradient all-reduce costs more
     than the second core gives. The floor of 64 lies between the two; the
-    counts between were not measured apart from the host's noise.
+    counts between were not measured apart from the host's noise. A
+    population's vmapped members step their environments as one batch, so
+    the floor is on a device's environments of all of them together: 64
+    CartPole PPO trials of 4 environments each (a sweep) use both cores.
     """
-    return xla_cpu.Shares((config.num_envs,), smallest=SMALLEST_CPU_DEVICE_BATCH)
+    vmapped = config.members_in_parallel or population.size(config) or 1  # A population's members share a batch.
+    return xla_cpu.Shares((config.num_envs,), smallest=math.ceil(SMALLEST_CPU_DEVICE_BATCH / vmapped))
 
 
 def reset_fraction(config: ConfigDict) -> float:

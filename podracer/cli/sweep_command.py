@@ -58,13 +58,13 @@ def sweep(args: argparse.Namespace) -> int:
         return report(args.prog, error)
     except ImportError as error:
         return report(args.prog, f"podracer sweep needs Optuna ({error}): pip install -e '.[tune]'")
-    import podracer
     from podracer.config.errors import ConfigError
+    from podracer.experiment.train import train
 
     search = {name: getattr(args, name) for name in ("trials", "parallel", "metric", "direction", "sampler", "pruner")}
     try:
         setup = tuning_sweep.prepare(args.config, args.overrides, args.space, args.workdir, **search)
-        study = tuning_sweep.run(setup, podracer.train)
+        study = tuning_sweep.run(setup, train)
     except (ValueError, OSError) as error:  # ConfigError and ConfigFileError included.
         if fresh and isinstance(error, ConfigError) and not tuning_sweep.any_finished(args.workdir):
             shutil.rmtree(args.workdir, ignore_errors=True)  # A refused sweep leaves no half-begun workdir behind.

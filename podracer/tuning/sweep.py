@@ -25,6 +25,7 @@ import optuna
 from ml_collections import ConfigDict
 
 from podracer.config.errors import ConfigError, UsageError
+from podracer.experiment.schema import load_config, validate
 from podracer.run import evaluation
 from podracer.run.finite import NonFiniteError
 from podracer.tuning import search_space, sweep_results, trial_runs
@@ -60,8 +61,6 @@ def prepare(config_path: str, overrides: dict, space_path: str, workdir: str, **
 
     `search` holds `Sweep`'s other fields (`trials`, `parallel`, `metric`, ...).
     """
-    from podracer.experiment.schema import load_config, validate
-
     config = load_config(config_path, overrides)
     validate(config)
     space = search_space.read(space_path)
@@ -121,6 +120,7 @@ def run_group(sweep: Sweep, study: optuna.Study, name: str, trials: list, train:
     values = [trial_runs.values_of(trial) for trial in trials]
     try:
         config = trial_runs.group_config(sweep.config, values)
+        validate(config)
     except ConfigError as error:  # A combination the config refuses: those trials failed, the sweep goes on.
         for trial in trials:
             tell(study, trial, trial_runs.Outcome(FAIL, reason=str(error)))

@@ -25,6 +25,15 @@ CATCH = os.path.join(ROOT, "configs", "anakin_catch.py")
 OPTIONS = {
     "podracer train": ["--config", "--config.FIELD=VALUE", "--workdir", "--noprogress", "--progress"],
     "podracer meta-train": ["--config", "--config.FIELD=VALUE", "--workdir", "--noprogress"],
+    "podracer sweep": [
+        "--config",
+        "--config.FIELD=VALUE",
+        "--space",
+        "--trials",
+        "--workdir",
+        "--parallel",
+        "--metric",
+    ],
     "podracer evaluate": [
         "WORKDIR",
         "--episodes",
@@ -50,7 +59,7 @@ OPTIONS = {
     "podracer export": ["WORKDIR", "--out", "--sample", "--checkpoint", "--member", "--batch-size"],
     "podracer configs": ["DIR"],
     "podracer config show": ["CONFIG_FILE", "--config.FIELD=VALUE"],
-    "podracer plot": ["WORKDIR", "--out", "--title", "--aggregate"],
+    "podracer plot": ["WORKDIR", "--out", "--title", "--aggregate", "--pbt"],
     "podracer bench": ["--figures", "--repeats", "--quick", "--out", "--cpu", "--devices", "--sebulba-env"],
 }
 

@@ -8,7 +8,7 @@ import pytest
 
 import podracer
 from podracer.devices.xla_cpu import Shares, child_environment, cpu_device_count, unroll_threefry, with_forced_devices
-from tests.helpers import run_module
+from tests.helpers import ROOT, run_module
 
 USER_SETTINGS = ("PJRT_NPROC", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")
 
@@ -138,3 +138,16 @@ def test_a_childs_environment_sets_its_threads_and_devices_and_keeps_the_rest():
         "XLA_FLAGS": "--xla_cpu_max_isa=AVX2",
     }
     assert parent["PJRT_NPROC"] == "1"  # The parent's own is left as it was.
+
+
+@pytest.mark.parametrize("members, in_parallel, devices", [(0, 0, 1), (64, 0, 2), (64, 1, 1), (64, 32, 2), (8, 0, 1)])
+def test_a_populations_vmapped_members_count_together_towards_a_devices_batch(members, in_parallel, devices):
+    """CleanRL's CartPole PPO (4 environments) is too small to split alone, but 64 trials of it in one program step
+    256 environments, 128 a device on 2 cores; 8 members of 4 step only 16 a device."""
+    from podracer.anakin import anakin_settings
+
+    config = podracer.load_config(os.path.join(ROOT, "configs", "anakin_cartpole_ppo.py"))
+    config.members_in_parallel = in_parallel
+    if members:
+        config.population.seed = tuple(range(members))
+    assert cpu_device_count(config, anakin_settings.device_shares(config), 2) == devices

@@ -202,3 +202,31 @@ def test_an_objective_the_run_does_not_log_exits_2_naming_those_it_does_and_leav
     error = capsys.readouterr().err
     assert "'episode_return' is not logged" in error and "'mean_episode_return'" in error
     assert not (tmp_path / "w").exists()
+
+
+def test_a_sweeps_runs_are_grouped_in_wandb_under_its_folder_name(tmp_path):
+    """With logger.wandb.project set, each group's run joins the wandb group named after the sweep's folder."""
+    setup = make_sweep(tmp_path, "my_sweep", overrides={**SMALL, "logger.wandb.project": "tuning"}, trials=2)
+    groups = []
+
+    def recording_train(config, workdir, callbacks):
+        groups.append(config.logger.wandb.group)
+        records = [member(index, 2048, 0.5) for index in range(2)]
+        return type("Result", (), {"history": [{"step": 2048, "members": records}]})
+
+    study = sweep.run(setup, recording_train)
+    assert groups == ["my_sweep"] and [trial.value for trial in study.trials] == [0.5, 0.5]
+
+
+def test_values_the_config_refuses_together_fail_their_trials_without_a_run(tmp_path):
+    setup = make_sweep(tmp_path)
+    study = optuna.create_study()
+    trial = study.ask()
+    trial.set_user_attr("values", {"unroll_length": 0})  # Refused as the trial's config is checked.
+
+    def no_run(config, **kwargs):
+        raise AssertionError("a refused trial must not train")
+
+    sweep.run_group(setup, study, "trial_0000", [trial], no_run)
+    (told,) = study.trials
+    assert told.state == optuna.trial.TrialState.FAIL and "unroll_length" in told.user_attrs["reason"]
