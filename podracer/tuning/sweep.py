@@ -220,8 +220,9 @@ def left_running(study: optuna.Study) -> dict[str, list]:
     for frozen in running(study):
         attrs = frozen.user_attrs
         if GROUP in attrs and trial_runs.runner_gone(attrs[RUNNER], attrs.get(HEARTBEAT), GRACE_SECONDS):
-            study._storage.set_trial_user_attr(frozen._trial_id, RUNNER, trial_runs.runner_id())
-            groups.setdefault(attrs[GROUP], []).append(optuna.trial.Trial(study, frozen._trial_id))
+            trial = optuna.trial.Trial(study, frozen._trial_id)  # The trial as asked, to report to and tell.
+            trial.set_user_attr(RUNNER, trial_runs.runner_id())
+            groups.setdefault(attrs[GROUP], []).append(trial)
     return groups
 
 

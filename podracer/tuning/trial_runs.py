@@ -39,7 +39,7 @@ HEARTBEAT = "heartbeat"  # A trial's user attribute: when its run last logged (s
 class Outcome:
     """How a trial ended: its state, its objective (None for a failure) and, for a failure, why."""
 
-    state: str = COMPLETE
+    state: str = COMPLETE  # Until it is pruned or fails.
     value: float | None = None
     reason: str = ""
 
@@ -93,7 +93,6 @@ class TrialWatch:
         """`trials`: the group's `optuna.trial.Trial`s, in member order."""
         self.trials, self.metric = trials, metric
         self.outcomes = [Outcome() for _ in trials]
-        self.runner = runner_id()
 
     def __call__(self, event: LogEvent) -> None:
         lines = event.record.get(MEMBERS) or [event.record]
@@ -142,11 +141,9 @@ def runner_gone(runner: str, heartbeat: float | None, grace_seconds: float) -> b
         return heartbeat is None or time.time() - heartbeat > grace_seconds
     try:
         os.kill(int(pid), 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):  # No process has the pid, or another user's has it now.
         return True
-    except PermissionError:  # Another user's process has the pid now.
-        return True
-    return int(pid) == os.getpid()  # This process's own, left by a sweep it ran before.
+    return int(pid) == os.getpid()  # This process's own, left by a sweep it ran before (and stopped).
 
 
 def _is_loss(name: str, value: Any) -> bool:
