@@ -7,8 +7,10 @@ off) and with PBT (`--ready-steps`, the paper's truncation and perturbation).
 A run's score is its best member's mean return over its last 100 episodes;
 the table gives each arm's IQM over the seeds with a 95% stratified-bootstrap
 interval (`podracer.plot.bootstrap`, the `stats` extra), and each arm's
-steps per second (every member's steps, the first record's compilation left
-out), the two arms taken in turn so that their rates are side by side. Usage
+steps per second (every member's steps over the wall time from the first
+record to the last, so ready points, logs and checkpoints count and the
+compilation does not), the two arms taken in turn so that their rates are
+side by side. Usage
 (docs/tuning.md):
 
     python -m scripts.pbt_against_fixed --config configs/anakin_cartpole_ppo.py --out runs/pbt \\
@@ -42,8 +44,9 @@ def run(args: argparse.Namespace, seed: int, arm: str, overrides: dict) -> dict:
     config = podracer.load_config(args.config, fields)
     history = podracer.train(config, workdir=os.path.join(args.out, f"{arm}-{seed}")).history
     scores = [recent_return([r[MEMBERS][m] for r in history]) for m in range(members)]
-    timed = [record["steps_per_second"] for record in history[1:]]
-    return {"best": max(scores), "median": float(np.median(scores)), "steps_per_second": float(np.mean(timed))}
+    first, last = history[0], history[-1]  # Wall time between them: dispatches, ready points, logs, checkpoints.
+    rate = (last["step"] - first["step"]) * members / (last["wall_seconds"] - first["wall_seconds"])
+    return {"best": max(scores), "median": float(np.median(scores)), "steps_per_second": rate}
 
 
 def main(argv=None) -> None:

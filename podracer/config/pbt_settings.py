@@ -64,6 +64,8 @@ def ready_updates(config: ConfigDict, steps_per_update: int) -> int:
 def validate(config: ConfigDict, steps_per_update: int) -> None:
     """Raises `ConfigError` for PBT settings that cannot work, before anything is built."""
     pbt = settings(config)
+    if population.PBT not in config.get(population.FIELD, ConfigDict()):
+        return  # A config made without the group (a member's own, an older run's): no PBT.
     if not isinstance(pbt, ConfigDict):
         raise ConfigError(GROUP, f"must be a group of fields, got {pbt!r}", f"set fields under it: {GROUP}.ready_steps")
     known = defaults()

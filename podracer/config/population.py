@@ -64,14 +64,18 @@ def member(config: ConfigDict, index: int) -> ConfigDict:
 
 
 def with_values(config: ConfigDict, member_values: Mapping[str, Any]) -> ConfigDict:
-    """A copy of `config` without a population, with each dotted field of `member_values` set.
+    """A copy of `config` without a population (nor PBT), with each dotted field of `member_values` set.
 
     The values may be traced arrays: that is how a member's hyperparameters
     reach the agent built inside the vmapped program.
     """
     copy = config.copy_and_resolve_references()
     with copy.unlocked(), copy.ignore_type():
+        pbt = copy[FIELD].get(PBT) if isinstance(copy.get(FIELD), ConfigDict) else None
         copy[FIELD] = ConfigDict()
+        if pbt is not None:  # The member's PBT settings stay, turned off: a member is a run of its own.
+            pbt.ready_steps = 0
+            copy[FIELD][PBT] = pbt
         for field, value in member_values.items():
             *parents, leaf = field.split(".")
             group = copy
