@@ -101,10 +101,11 @@ def _aggregate(args: argparse.Namespace) -> tuple:
 def _lineage(args: argparse.Namespace) -> tuple:
     """`podracer.plot.tuning_figures.lineage` of one PBT run, and what it drew in words."""
     from podracer.plot import read_metrics, tuning_figures
+    from podracer.run.metrics_writer import MEMBERS, PARENT
 
     if len(args.workdirs) != 1:
         raise UsageError(f"--pbt draws one run; got {len(args.workdirs)} workdirs")
     records = read_metrics(args.workdirs[0])
-    if not any(tuning_figures.PARENT in member for record in records for member in record.get("members", ())):
+    if not any(PARENT in member for record in records for member in record.get(MEMBERS, ())):
         raise UsageError(f"{args.workdirs[0]!r} is no PBT run: its members carry no parent (population.pbt)")
-    return tuning_figures.lineage(records), f"the lineage of {count(len(records[-1]['members']), 'member')}"
+    return tuning_figures.lineage(records), f"the lineage of {count(len(records[-1][MEMBERS]), 'member')}"

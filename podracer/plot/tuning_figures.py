@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 
 from podracer.plot import DPI, FIGURE_WIDTH_INCHES, MAX_LEGEND_ENTRIES, ROW_HEIGHT_INCHES, member_runs, pyplot
+from podracer.run.metrics_writer import PARENT
 
 STATE_MARKERS = {"complete": ("o", 1.0), "pruned": ("x", 0.5)}  # Failed trials have no objective to draw.
-PARENT = "parent"  # A PBT member record's field: whose learner state it takes at that record.
-MEMBER_FIELDS = {"step", "member", "episodes", "mean_episode_return", "mean_episode_length", PARENT, "wall_seconds"}
 
 
 def objective_against_fields(
@@ -78,9 +77,9 @@ def panels(count: int) -> tuple[Any, Any]:
 
 
 def hyperparameter_fields(member_records: Sequence[dict]) -> list[str]:
-    """The fields a PBT member's records carry beyond its episodes and losses: its hyperparameters (dotted names)."""
-    first = member_records[0]
-    return [name for name in first if "." in name and name not in MEMBER_FIELDS]
+    """The fields a PBT member's records carry beyond its episodes and losses: its hyperparameters, the only
+    dotted names among them."""
+    return [name for name in member_records[0] if "." in name]
 
 
 def records_of(members: dict[int, list[dict]]) -> list[dict]:

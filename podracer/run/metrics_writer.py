@@ -27,6 +27,7 @@ from podracer.run.checkpoints import FOLDER, newest_saved
 from podracer.run.whole_files import write_text
 
 MEMBERS = "members"  # The field of a population's record that holds its members' records.
+PARENT = "parent"  # A PBT member record's field: whose learner state and hyperparameters it takes at that record.
 FLUSH_SECONDS = 120.0  # How long TensorBoard's events may wait in memory (tensorboardX's default).
 
 

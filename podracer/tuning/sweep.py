@@ -30,11 +30,19 @@ from podracer.run import evaluation
 from podracer.run.finite import NonFiniteError
 from podracer.tuning import search_space, sweep_results, trial_runs
 from podracer.tuning.search_space import Space
-from podracer.tuning.trial_runs import FAIL, HEARTBEAT, PRUNED, RUNNER, GroupFinished, TrialWatch
+from podracer.tuning.trial_runs import (
+    FAIL,
+    GROUP,
+    HEARTBEAT,
+    PRUNED,
+    REASON,
+    RUNNER,
+    VALUES,
+    GroupFinished,
+    TrialWatch,
+)
 
 STUDY = "podracer"
-GROUP = "group"  # A trial's user attribute: its group's folder under WORKDIR/trials.
-VALUES = "values"  # A trial's user attribute: its config values, as the config takes them.
 GRACE_SECONDS = 600.0  # A trial run on another host is taken over once its heartbeat is this old.
 
 
@@ -145,7 +153,7 @@ def run_group(sweep: Sweep, study: optuna.Study, name: str, trials: list, train:
 
 def tell(study: optuna.Study, trial, outcome: trial_runs.Outcome) -> None:
     if outcome.reason:
-        trial.set_user_attr("reason", outcome.reason)
+        trial.set_user_attr(REASON, outcome.reason)
     states = {FAIL: optuna.trial.TrialState.FAIL, PRUNED: optuna.trial.TrialState.PRUNED}
     if outcome.state in states:
         study.tell(trial, state=states[outcome.state])

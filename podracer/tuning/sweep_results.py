@@ -19,7 +19,7 @@ import optuna
 
 from podracer.run.metrics_writer import read_records
 from podracer.run.whole_files import write_text
-from podracer.tuning.trial_runs import values_of
+from podracer.tuning.trial_runs import GROUP, REASON, values_of
 
 TRIALS_CSV, BEST_CONFIG, FIGURE = "trials.csv", "best_config.py", "sweep.png"
 
@@ -47,7 +47,7 @@ def table(trials: list, fields: list[str]) -> list[dict]:
         values = values_of(trial)
         row = {"trial": trial.number, "state": trial.state.name.lower(), "value": trial.value}
         row.update({field: _cell(values.get(field)) for field in fields})
-        row.update({"group": trial.user_attrs.get("group", ""), "reason": trial.user_attrs.get("reason", "")})
+        row.update({GROUP: trial.user_attrs.get(GROUP, ""), REASON: trial.user_attrs.get(REASON, "")})
         rows.append(row)
     return rows
 

@@ -31,8 +31,12 @@ from podracer.tuning.search_space import with_values
 COMPLETE, PRUNED, FAIL = "complete", "pruned", "fail"
 # The fields of a record that are no loss: a member's episodes may be few, or none (NaN), without anything wrong.
 EPISODE_FIELDS = {"step", "member", "episodes", "mean_episode_return", "mean_episode_length"}
-RUNNER = "runner"  # A trial's user attribute: the host and process that runs it (`runner_id`).
-HEARTBEAT = "heartbeat"  # A trial's user attribute: when its run last logged (seconds since the epoch).
+# A trial's user attributes in Optuna's storage.
+VALUES = "values"  # Its config values, as the config takes them.
+GROUP = "group"  # Its group's folder under WORKDIR/trials.
+REASON = "reason"  # Why it failed, where it did.
+RUNNER = "runner"  # The host and process that runs it (`runner_id`).
+HEARTBEAT = "heartbeat"  # When its run last logged (seconds since the epoch).
 
 
 @dataclasses.dataclass
@@ -50,7 +54,7 @@ class GroupFinished(Exception):
 
 def values_of(trial: Any) -> dict:
     """A trial's config values (its `values` user attribute), with the tuples Optuna's JSON storage made lists."""
-    return {field: tuple(v) if isinstance(v, list) else v for field, v in trial.user_attrs.get("values", {}).items()}
+    return {field: tuple(v) if isinstance(v, list) else v for field, v in trial.user_attrs.get(VALUES, {}).items()}
 
 
 def group_config(config: ConfigDict, trial_values: list[dict]) -> ConfigDict:

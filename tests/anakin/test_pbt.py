@@ -19,7 +19,7 @@ import podracer
 from podracer.anakin import exploit_explore
 from podracer.anakin.exploit_explore import PBT
 from podracer.config.errors import ConfigError
-from podracer.run.metrics_writer import MEMBERS
+from podracer.run.metrics_writer import MEMBERS, PARENT
 from tests.helpers import finish, load_config, run_module, start_pod, start_program, wait_until
 
 LEARNING_RATES = (3e-4, 1e-3, 3e-3, 1e-2)
@@ -106,7 +106,7 @@ def test_a_pbt_run_copies_the_best_members_states_and_logs_every_members_lineage
     copies = []
 
     def after_ready(event):  # The state the callback sees is the one after the ready point's copies.
-        parents = [member[exploit_explore.PARENT] for member in event.record[MEMBERS]]
+        parents = [member[PARENT] for member in event.record[MEMBERS]]
         params = jax.device_get(event.state.learner.params)
         for child, parent in enumerate(parents):
             if child != parent:
@@ -119,8 +119,8 @@ def test_a_pbt_run_copies_the_best_members_states_and_logs_every_members_lineage
     for index in range(1, 12, 2):  # The ready points: after every second update.
         window, following = history[index - 1 : index + 1], history[index + 1] if index + 1 < 12 else None
         ranked = exploit_explore.rank(member_fitness(window, 4)).tolist()
-        parents = [member[exploit_explore.PARENT] for member in history[index][MEMBERS]]
-        assert window[0][MEMBERS][0][exploit_explore.PARENT] == 0  # No copies between ready points.
+        parents = [member[PARENT] for member in history[index][MEMBERS]]
+        assert window[0][MEMBERS][0][PARENT] == 0  # No copies between ready points.
         for member, parent in enumerate(parents):
             if member in ranked[2:]:
                 assert parent in ranked[:2]
@@ -195,7 +195,7 @@ def test_a_pbt_population_trains_over_a_pod_of_two_processes_on_eight_devices(tm
     assert [result["devices"] for result in results] == [8, 8]
     assert results[0]["digest"] == results[1]["digest"]
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    parents = [record[exploit_explore.PARENT] for record in records if "member" in record]
+    parents = [record[PARENT] for record in records if "member" in record]
     assert len(parents) == 12 * 4 and any(parent != index % 4 for index, parent in enumerate(parents))
     assert all(math.isfinite(record["optimizer.learning_rate"]) for record in records if "member" in record)
 
