@@ -51,26 +51,20 @@ import chex
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 from ml_collections import ConfigDict
 
 from podracer.agents import registry
 from podracer.agents.agent import Agent
-from podracer.agents.algorithms import shared_fields
-from podracer.agents.algorithms.network_agent import recurrent_state
-from podracer.agents.learning import exploration, recurrent_replay, replay
-from podracer.agents.learning.optimizer import make_optimizer
+from podracer.agents.algorithms import q_learning, shared_fields
+from podracer.agents.learning import recurrent_replay, replay
 from podracer.agents.learning.returns import n_step_returns
 from podracer.agents.models import networks
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks, settings
-from podracer.devices import collectives
-from podracer.devices.per_device import PerDevice
-from podracer.envs.actions import action_mask
-from podracer.envs.timestep import FIRST, TimeStep
 
 
 def defaults() -> ConfigDict:
+    """DQN's `config.agent`; every agent on `replayed_q_agent` starts from it (without `huber_delta`, DQN's loss's)."""
     return ConfigDict(
         {
             "gamma": 0.99,
@@ -88,37 +82,21 @@ def defaults() -> ConfigDict:
 
 
 def validate(config: ConfigDict) -> None:
+    validate_q_learning(config)
+    field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
+
+
+def validate_q_learning(config: ConfigDict) -> None:
+    """Static checks of the fields every agent on `replayed_q_agent` has: DQN's but its loss's `huber_delta`."""
     field_checks.fraction(config, "agent.gamma", example=0.99)
     field_checks.integer(config, "agent.n_step", at_least=1, example=3)
     field_checks.boolean(config, "agent.double_q")
     field_checks.integer(config, "agent.target_update_period", at_least=1, example=500)
     field_checks.number(config, "agent.target_tau", example=1.0, above=0.0, at_most=1.0)
     shared_fields.validate_epsilon(config)
-    field_checks.number(config, "agent.huber_delta", example=1.0, above=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     shared_fields.validate_replay(config)
     shared_fields.validate_recurrent(config)
-
-
-@struct.dataclass
-class DQNState:
-    params: networks.NetworkParams  # The online network.
-    target_params: networks.NetworkParams
-    opt_state: Any
-    replay: PerDevice  # Each device's own `replay.Replay`.
-    learn_calls: chex.Array  # int32: `learn` calls so far (the epsilon schedule's clock).
-    gradient_steps: chex.Array  # int32: gradient steps so far (the target update's clock).
-
-
-def recurrent_act(
-    params: exploration.ActingParams, timestep: TimeStep, state: Any, key: chex.PRNGKey
-) -> tuple[chex.Array, dict, Any]:
-    """`exploration.act` with a recurrent core, which restarts its state where the step type is FIRST; it returns
-    the core's next state, and in the extras the state it was given (R2D2's stored state, `recurrent_replay.STATE`)."""
-    next_state, q_values = params.network.step(state, timestep.observation, timestep.step_type == FIRST)
-    extras = {"q_values": q_values, recurrent_replay.STATE: state}
-    actions = exploration.epsilon_greedy(q_values, params.epsilon, key, action_mask(timestep.observation))
-    return actions, extras, next_state
 
 
 def sequence_targets(
@@ -198,64 +176,9 @@ def loss(
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, shared_fields.network_settings(config)
-    replay_setup = shared_fields.replay_setup(
-        config, sequence_length=agent_config.sequence_length + agent_config.n_step
-    )
-    optimizer = make_optimizer(
-        shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
-    )
-    epsilon = exploration.epsilon_schedule(shared_fields.epsilon_settings(config), num_updates)
-    loss_settings = settings.read(LossSettings, agent_config)
-
-    stored_extras = recurrent_replay.stored_state_spec(network)
-
-    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> DQNState:
-        module = networks.make_q_network(network, observation_spec, action_spec)
-        params = networks.init_module(key, module, observation_spec)
-        return DQNState(
-            params=params,
-            target_params=params,
-            opt_state=optimizer.init(params),
-            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((), jnp.int32), stored_extras),
-            learn_calls=jnp.int32(0),
-            gradient_steps=jnp.int32(0),
-        )
-
-    def acting_params(state: DQNState) -> exploration.ActingParams:
-        return exploration.acting_params(state.params, epsilon, state.learn_calls)
-
-    def gradient_step(state: DQNState, sample: replay.Sample, axis_name) -> tuple[DQNState, dict, chex.Array]:
-        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, state.target_params, loss_settings), axis_name)
-        grads, (metrics, priorities) = grad_fn(state.params, sample)
-        grads, metrics = collectives.mean((grads, metrics), axis_name)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        params = optax.apply_updates(state.params, updates)
-        steps = state.gradient_steps + 1
-        target = optax.periodic_update(
-            optax.incremental_update(params, state.target_params, agent_config.target_tau),
-            state.target_params,
-            steps,
-            agent_config.target_update_period,
-        )
-        state = state.replace(params=params, target_params=target, opt_state=opt_state, gradient_steps=steps)
-        return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
-
-    replayed_learn = replay.make_learn(replay_setup, gradient_step)
-
-    def learn(state: DQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[DQNState, dict]:
-        learn_calls = state.learn_calls
-        state, metrics = replayed_learn(state, recurrent_replay.kept_extras(trajectory), key, axis_name)
-        return state, {**metrics, "epsilon": epsilon(learn_calls)}
-
-    sampling_act = exploration.act if network.core == "none" else recurrent_act
-    return Agent(
-        init=init,
-        act=sampling_act,
-        learn=learn,
-        acting_params=acting_params,
-        initial_state=recurrent_state(network, networks.q_network_state),
-        greedy_act=exploration.greedy(sampling_act),
+    loss_settings = settings.read(LossSettings, config.agent)
+    return q_learning.replayed_q_agent(
+        config, num_updates, networks.make_q_network, lambda p, s, t, key: loss(p, s, t, loss_settings)
     )
 
 

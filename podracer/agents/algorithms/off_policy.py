@@ -43,7 +43,7 @@ from ml_collections import ConfigDict
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import shared_fields
 from podracer.agents.learning import replay
-from podracer.agents.learning.optimizer import LearnerState, flat_vector, make_optimizer
+from podracer.agents.learning.optimizer import LearnerState, flat_vector, key_data, make_optimizer
 from podracer.agents.models import continuous_networks as cn
 from podracer.agents.trajectory import Trajectory, transitions
 from podracer.config import field_checks
@@ -278,11 +278,6 @@ def dataset_sample(batch: Trajectory) -> replay.Sample:
     """A batch sampled from a dataset (two timesteps, the next action in `extras`, `podracer.offline.sampling`) as a
     uniform buffer's sample."""
     return replay.uniform_sample(batch.replace(extras={}), batch.extras["next_action"][0])
-
-
-def key_data(key: chex.PRNGKey) -> chex.Array:
-    """A key's data, uint32: a learner state of plain arrays compares, digests and saves like any other."""
-    return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
 
 
 def per_environment_normal(key: chex.PRNGKey, like: chex.Array) -> chex.Array:

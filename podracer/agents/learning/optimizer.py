@@ -172,3 +172,8 @@ def chunked_grad(axis: int, num_chunks: int) -> Callable[[LossFn], Callable[...,
         return lambda params, batch: jax.lax.platform_dependent(params, batch, cpu=sliced, default=whole)
 
     return make
+
+
+def key_data(key: chex.PRNGKey) -> chex.Array:
+    """A key's data, uint32: a learner state of plain arrays compares, digests and saves like any other."""
+    return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key

@@ -28,6 +28,9 @@ state. With `burn_in = 0` and `sequence_length = 1` (a feed-forward network)
 one transition per sequence is trained: DQN as it always was.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -60,20 +63,23 @@ def from_stored_state(trajectory: Trajectory) -> Trajectory:
     return trajectory.replace(extras={}, state=with_time_axis(first_state))
 
 
-def online_q_values(params: networks.NetworkParams, trajectory: Trajectory, burn_in: int) -> chex.Array:
-    """The online network's Q-values `[L, S, A]` over sampled sequences `[L, S]`, from their initial state.
+def online_q_values(
+    params: networks.NetworkParams, trajectory: Trajectory, burn_in: int, unroll_fn: Callable = networks.unroll
+) -> Any:
+    """The online network's outputs over sampled sequences `[L, S]`, from their initial state: Q-values `[L, S, A]`,
+    or what another `unroll_fn(params, state, observation, first)` gives (a distributional network's).
 
-    The first `burn_in` timesteps only warm the state: their Q-values and the
+    The first `burn_in` timesteps only warm the state: their outputs and the
     state they leave carry no gradient (Kapturowski et al. 2019, Section 3).
     """
     timestep = trajectory.timestep
     inputs = (timestep.observation, timestep.step_type == FIRST)
     if not burn_in:
-        return networks.unroll(params, trajectory.initial_state(), *inputs)[1]
+        return unroll_fn(params, trajectory.initial_state(), *inputs)[1]
     prefix, rest = jax.tree.map(lambda x: x[:burn_in], inputs), jax.tree.map(lambda x: x[burn_in:], inputs)
-    state, warm_q = jax.lax.stop_gradient(networks.unroll(params, trajectory.initial_state(), *prefix))
-    _, q_values = networks.unroll(params, state, *rest)
-    return jnp.concatenate([warm_q, q_values])
+    state, warm = jax.lax.stop_gradient(unroll_fn(params, trajectory.initial_state(), *prefix))
+    _, outputs = unroll_fn(params, state, *rest)
+    return jax.tree.map(lambda before, after: jnp.concatenate([before, after]), warm, outputs)
 
 
 def trained_mask(trajectory: Trajectory, burn_in: int, sequence_length: int) -> chex.Array:

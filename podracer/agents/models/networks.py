@@ -194,8 +194,11 @@ def make_network(network: NetworkSettings, observation_spec: Any, action_spec: A
     return ActorCritic(action_size=action_size, action_head=action_head, **dataclasses.asdict(network))
 
 
-def make_q_network(network: NetworkSettings, observation_spec: Any, action_spec: Any) -> QNetwork:
-    """The `QNetwork` that `network` describes (`shared_torso` does not apply), for one environment's specs."""
+def make_q_network(
+    network: NetworkSettings, observation_spec: Any, action_spec: Any, module: type[nn.Module] = QNetwork, **head: Any
+) -> nn.Module:
+    """The `QNetwork` that `network` describes (`shared_torso` does not apply), for one environment's specs; or
+    another `module` on the same torso and core fields, with fields of its own (`head`): a distributional one's."""
     if not isinstance(action_spec, specs.DiscreteArray):
         raise ConfigError(
             "env.name",
@@ -204,7 +207,7 @@ def make_q_network(network: NetworkSettings, observation_spec: Any, action_spec:
         )
     _check_torso(network.torso, observation_spec)
     fields = {name: value for name, value in dataclasses.asdict(network).items() if name != "shared_torso"}
-    return QNetwork(action_size=action_spec.num_values, **fields)
+    return module(action_size=action_spec.num_values, **fields, **head)
 
 
 def _check_torso(torso: str, observation_spec: Any) -> None:
