@@ -1,12 +1,14 @@
-"""Side-by-side speed and return against rejax's SAC (Haarnoja et al. 2018) on gymnax's Pendulum-v1.
+"""Side-by-side speed and return against rejax's SAC on gymnax's Pendulum-v1 and its IQN on gymnax's CartPole-v1.
 
 rejax (github.com/keraJLi/rejax) is not a dependency of podracer: point
 `--rejax` at a folder holding its `rejax` package (e.g. `pip install --no-deps
 --target /tmp/rejax-site rejax==0.1.3`), in an environment with gymnax, flax,
 optax and distrax. rejax trains `SAC` with its Pendulum settings
-(`configs/gymnax/pendulum.yaml`, `sac`); podracer trains
-`configs/anakin_pendulum_sac.py` with its fields set to the same values
-(`plan`), for the same environment steps. Each timed run has a fresh process
+(`configs/gymnax/pendulum.yaml`, `sac`), or with `--algorithm iqn` its `IQN`
+with its CartPole settings (`configs/gymnax/cartpole.yaml`, `iqn`); podracer
+trains `configs/anakin_pendulum_sac.py` or `configs/anakin_cartpole_iqn.py`
+on the same gymnax task with its fields set to the same values (`plan`), for
+the same environment steps. Each timed run has a fresh process
 of its own, the two sides taking turns (who goes first alternates from pair
 to pair); compilation is left out on both sides: rejax's program is compiled
 ahead of time, before the call that is timed, and podracer's speed is read
@@ -34,7 +36,14 @@ Pendulum's 200-step time limit as a termination (gymnax 0.0.x's single
 rejax's networks start from flax's default initialisers and its log-std is
 clipped to [-10, 2], podracer's are orthogonal and [-5, 2].
 
-    python -m scripts.compare_rejax --rejax /tmp/rejax-site [--pairs 5] [--total-steps 10000] [--num-envs 1]
+IQN: rejax's network is podracer's `iqn` with a 64-64 swish torso, a cosine
+embedding of 64 and one hidden head layer of 64 (`IQN_OVERRIDES`). rejax
+chooses actions (acting and the double-Q bootstrap) by the mean of 32
+sampled quantiles, podracer by that of 32 midpoint fractions; rejax treats
+CartPole's 500-step time limit as a termination, podracer bootstraps through
+it; its evaluation acts with epsilon 0.005, podracer's greedily.
+
+    python -m scripts.compare_rejax --rejax /tmp/rejax-site [--algorithm iqn] [--pairs 5] [--total-steps N]
 """
 
 import argparse
@@ -48,9 +57,9 @@ from podracer.devices.xla_cpu import THREADS_ENV, child_environment
 from scripts import purejaxrl_runs
 from scripts.compare_purejaxrl import fresh_pairs
 
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "anakin_pendulum_sac.py")
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 # rejax's configs/gymnax/pendulum.yaml, `sac` (v0.1.3), observation normalisation off (see above).
-SETTINGS = {
+SAC_SETTINGS = {
     "agent_kwargs": {"activation": "swish"},
     "num_envs": 1,
     "buffer_size": 10_000,
@@ -65,14 +74,64 @@ SETTINGS = {
     "target_entropy_ratio": None,
     "normalize_observations": False,
 }
+# rejax's configs/gymnax/cartpole.yaml, `iqn` (v0.1.3).
+IQN_SETTINGS = {
+    "agent_kwargs": {"activation": "swish"},
+    "num_envs": 1,
+    "buffer_size": 100_000,
+    "fill_buffer": 1000,
+    "batch_size": 1,
+    "num_tau_samples": 64,
+    "num_tau_prime_samples": 64,
+    "learning_rate": 0.0003,
+    "num_epochs": 1,
+    "total_timesteps": 100_000,
+    "eval_freq": 5000,
+    "target_update_freq": 1,
+    "polyak": 0.99,
+    "kappa": 1.0,
+    "eps_start": 1,
+    "eps_end": 0.01,
+    "exploration_fraction": 0.5,
+    "gamma": 0.99,
+    "normalize_observations": False,
+}
+# Each algorithm: (podracer's config, rejax's settings, the gymnax environment, podracer's own fields).
+ALGORITHMS = {
+    "sac": (
+        "anakin_pendulum_sac.py",
+        SAC_SETTINGS,
+        ("classic_control", "Pendulum"),
+        {"agent.initial_temperature": 1.0, "agent.target_entropy": None},
+    ),
+    "iqn": (
+        "anakin_cartpole_iqn.py",
+        IQN_SETTINGS,
+        ("classic_control", "CartPole"),
+        {
+            "env.name": "gymnax:CartPole-v1",
+            "network.head_hidden_sizes": (64,),
+            "agent.n_step": 1,
+            "agent.double_q": True,
+            "agent.target_update_period": 1,
+            "agent.num_atoms": 64,
+            "agent.acting_quantiles": 32,
+            "agent.embedding_size": 64,
+            "agent.kappa": 1.0,
+            "agent.epsilon_start": 1.0,
+            "agent.epsilon_end": 0.01,
+            "agent.epsilon_fraction": 0.5,
+        },
+    ),
+}
 EVAL_EPISODES = 128  # rejax's `eval_callback` plays 128 episodes.
 SIDES = ("rejax", "podracer")
 
 
-def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1, num_envs: int = 1):
+def plan(algorithm: str, total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1, num_envs: int = 1):
     """(podracer's config, rejax's settings, steps per run): the same environment steps and hyperparameters.
 
-    `num_envs` environments on both sides (rejax's Pendulum settings have 1),
+    `num_envs` environments on both sides (rejax's settings have 1),
     with as many gradient steps per update (rejax's `num_epochs`), so that
     there is one gradient step per environment step whatever the number.
 
@@ -90,10 +149,11 @@ def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1, num_
     """
     from podracer import load_config
 
-    settings = {**SETTINGS, "num_envs": num_envs, "num_epochs": SETTINGS["num_epochs"] * num_envs}
+    config_file, defaults, _, own = ALGORITHMS[algorithm]
+    settings = {**defaults, "num_envs": num_envs, "num_epochs": defaults["num_epochs"] * num_envs}
     steps = int(total_steps) // num_envs * num_envs
-    if steps <= SETTINGS["fill_buffer"]:
-        raise ValueError(f"--total-steps: no gradient step before {SETTINGS['fill_buffer']:,} steps are in the buffer")
+    if steps <= settings["fill_buffer"]:
+        raise ValueError(f"--total-steps: no gradient step before {settings['fill_buffer']:,} steps are in the buffer")
     envs = max(num_envs, cpu_devices)  # At least one environment per device.
     if envs % cpu_devices or envs % num_envs:
         raise ValueError(f"--num-envs {num_envs}: a multiple or a divisor of --cpu-devices {cpu_devices}")
@@ -105,49 +165,52 @@ def plan(total_steps: int, updates_per_dispatch: int, cpu_devices: int = 1, num_
         "num_devices": cpu_devices,
         "updates_per_dispatch": updates_per_dispatch,
         "network.hidden_sizes": (64, 64),
-        "network.activation": SETTINGS["agent_kwargs"]["activation"],
-        "optimizer.learning_rate": SETTINGS["learning_rate"],
+        "network.activation": settings["agent_kwargs"]["activation"],
+        "optimizer.learning_rate": settings["learning_rate"],
         "optimizer.eps": 1e-8,
         "optimizer.max_grad_norm": 1e10,
-        "agent.gamma": SETTINGS["gamma"],
-        "agent.target_tau": 1.0 - SETTINGS["polyak"],
+        "agent.gamma": settings["gamma"],
+        "agent.target_tau": 1.0 - settings["polyak"],
         "agent.replay_ratio": settings["num_epochs"] * envs // num_envs,
-        "agent.batch_size": SETTINGS["batch_size"] // cpu_devices,
-        "agent.buffer_size": SETTINGS["buffer_size"] // cpu_devices,
-        "agent.min_replay_size": (SETTINGS["fill_buffer"] + 1) // cpu_devices,
-        "agent.initial_temperature": 1.0,
-        "agent.target_entropy": None,
+        "agent.batch_size": max(1, settings["batch_size"] // cpu_devices),
+        "agent.buffer_size": settings["buffer_size"] // cpu_devices,
+        "agent.min_replay_size": (settings["fill_buffer"] + 1) // cpu_devices,
+        **own,
         "evaluation.every_steps": steps,
         "evaluation.episodes": EVAL_EPISODES,
         "evaluation.greedy": False,
     }
-    return load_config(CONFIG, overrides), {**settings, "total_timesteps": steps}, steps
+    return load_config(os.path.join(CONFIGS, config_file), overrides), {**settings, "total_timesteps": steps}, steps
 
 
-def one_done_pendulum():
-    """gymnax's Pendulum whose `step` returns gymnax 0.0.x's `(obs, state, reward, done, info)`, which rejax 0.1.3
-    unpacks: on gymnax 1.0 a step returns terminated and truncated apart, and `done` is their union."""
-    from gymnax.environments.classic_control import Pendulum
+def one_done(module: str, name: str):
+    """gymnax's environment `name` whose `step` returns gymnax 0.0.x's `(obs, state, reward, done, info)`, which rejax
+    0.1.3 unpacks: on gymnax 1.0 a step returns terminated and truncated apart, and `done` is their union."""
+    import importlib
 
-    class OneDonePendulum(Pendulum):
+    base = getattr(importlib.import_module(f"gymnax.environments.{module}"), name)
+
+    class OneDone(base):
         def step(self, key, state, action, params=None):
             observation, state, reward, terminated, truncated, info = super().step(key, state, action, params)
             return observation, state, reward, terminated | truncated, info
 
-    return OneDonePendulum()
+    return OneDone()
 
 
-def run_rejax(site: str, settings: dict, steps: int, seed: int) -> tuple[float, float]:
+def run_rejax(algorithm: str, site: str, settings: dict, steps: int, seed: int) -> tuple[float, float]:
     """(steps per second, final return) of one rejax run, compiled before the call that is timed, which evaluates
     nothing; its own evaluation of the final policy follows, untimed (training does not depend on it)."""
     import jax
     import jax.numpy as jnp
 
     sys.path.insert(0, os.path.abspath(site))
-    from rejax import SAC
+    import rejax
 
-    env = one_done_pendulum()
-    algo = SAC.create(env=env, env_params=env.default_params, skip_initial_evaluation=True, **settings)
+    env = one_done(*ALGORITHMS[algorithm][2])
+    algo = getattr(rejax, algorithm.upper()).create(
+        env=env, env_params=env.default_params, skip_initial_evaluation=True, **settings
+    )
     timed = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
     compiled = jax.jit(timed.train).lower(jax.random.PRNGKey(seed)).compile()
     start = time.perf_counter()
@@ -170,8 +233,9 @@ def run_podracer(config, seed: int) -> tuple[float, float, float]:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rejax", required=True, help="a folder holding rejax's package (the folder holding rejax/)")
+    parser.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="sac")
     parser.add_argument("--pairs", type=int, default=5, help="alternating runs of each")
-    parser.add_argument("--total-steps", type=int, default=SETTINGS["total_timesteps"], help="environment steps")
+    parser.add_argument("--total-steps", type=int, default=None, help="environment steps (rejax's settings')")
     parser.add_argument("--cpu-threads", type=int, default=1, help="XLA:CPU threads for both (0: one per core)")
     parser.add_argument("--cpu-devices", type=int, default=1, help="XLA:CPU devices podracer's Anakin runs over")
     parser.add_argument("--num-envs", type=int, default=1, help="environments on both sides, a gradient step each")
@@ -181,11 +245,17 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def plan_of(args: argparse.Namespace):
+    """`plan` for the command line's algorithm and settings (`--total-steps` by default rejax's)."""
+    total_steps = args.total_steps or ALGORITHMS[args.algorithm][1]["total_timesteps"]
+    return plan(args.algorithm, total_steps, args.updates_per_dispatch, args.cpu_devices, args.num_envs)
+
+
 def one_run(args: argparse.Namespace) -> dict:
     """This process's timed run of `args.side` on `args.seed`."""
-    config, settings, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices, args.num_envs)
+    config, settings, steps = plan_of(args)
     if args.side == "rejax":
-        rate, final_return = run_rejax(args.rejax, settings, steps, args.seed)
+        rate, final_return = run_rejax(args.algorithm, args.rejax, settings, steps, args.seed)
         return {"steps_per_second": rate, "final_return": final_return}
     rate, final_return, training_return = run_podracer(config, args.seed)
     return {"steps_per_second": rate, "final_return": final_return, "training_return": training_return}
@@ -199,11 +269,11 @@ def main(argv=None) -> int:
     if args.side is not None:
         print("RESULT " + json.dumps({"side": args.side, **one_run(args)}))
         return 0
-    _, _, steps = plan(args.total_steps, args.updates_per_dispatch, args.cpu_devices, args.num_envs)
+    _, _, steps = plan_of(args)
     env = child_environment(threads=args.cpu_threads, devices=0)  # podracer's `cpu_devices` decides; rejax: the first.
     threads = env.get(THREADS_ENV, "one per core")  # Unset: PJRT's default.
     print(
-        f"Pendulum-v1 SAC: {steps:,} steps per run, XLA:CPU threads={threads}, "
+        f"{ALGORITHMS[args.algorithm][2][1]}-v1 {args.algorithm.upper()}: {steps:,} steps per run, XLA:CPU threads={threads}, "
         f"{args.num_envs} environment(s), podracer on {args.cpu_devices} XLA:CPU device(s), fresh processes",
         flush=True,
     )

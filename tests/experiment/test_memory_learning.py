@@ -112,7 +112,7 @@ def anakin(network: dict, seed: int) -> float:
     return recent_return(podracer.train(config, env=Recall()).history)
 
 
-def anakin_r2d2(network: dict, seed: int) -> float:
+def anakin_r2d2(network: dict, seed: int, config_name: str = "anakin_cartpole_dqn", agent: dict | None = None) -> float:
     # 60 updates of 160 steps: seeds 0-4's LSTM first score 1.0 at 3,360-4,000 steps, as epsilon ends its decay (from 1
     # to the config's 0.01 over the first 30% of the run), and 0.98-1.0 over the last 100 episodes; the feed-forward
     # DQN's distance from 0 is 0.02-0.16. With epsilon at 0.01 a solved agent scores 0.99: 0.8 still means solved.
@@ -132,9 +132,15 @@ def anakin_r2d2(network: dict, seed: int) -> float:
         "agent.buffer_size": 4_000,
         "agent.min_replay_size": 320,
         "optimizer.learning_rate": 3e-3,
+        **(agent or {}),
     }
-    config = load_config("anakin_cartpole_dqn", overrides, seed=seed)
+    config = load_config(config_name, overrides, seed=seed)
     return recent_return(podracer.train(config, env=Recall()).history)
+
+
+def anakin_r2d2_iqn(network: dict, seed: int) -> float:
+    # IQN in R2D2's sequence replay, the DQN variant's settings, 16 sampled and 16 acting quantile fractions.
+    return anakin_r2d2(network, seed, "anakin_cartpole_iqn", {"agent.num_atoms": 16, "agent.acting_quantiles": 16})
 
 
 def sebulba(network: dict, seed: int) -> float:
@@ -148,8 +154,8 @@ def sebulba(network: dict, seed: int) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "train",
-    [anakin, anakin_r2d2, sebulba],
-    ids=["anakin_over_2_devices", "anakin_r2d2", "sebulba_1_actor_1_learner"],
+    [anakin, anakin_r2d2, anakin_r2d2_iqn, sebulba],
+    ids=["anakin_over_2_devices", "anakin_r2d2", "anakin_r2d2_iqn", "sebulba_1_actor_1_learner"],
 )
 @pytest.mark.learning("LSTM, last 100 episodes", at_least=0.8, random=0)
 @pytest.mark.learning("feed-forward, last 100 episodes, distance from 0", at_most=0.3)  # No memory: chance.

@@ -1,0 +1,19 @@
+"""Anakin IQN on CartPole-v1, with everything of `anakin_cartpole_dqn` but the agent.
+
+32 quantile fractions sampled per state for the online and for the target
+network, the quantile Huber loss (kappa 1), Q-values for acting from 32
+midpoint fractions; DQN's double Q, 3-step returns, Polyak-averaged target
+network, replay and epsilon schedule.
+"""
+
+import os
+
+from podracer import defaults, load_config
+from podracer.agents.value_distributions.distributional_dqn import from_dqn
+
+
+def get_config():
+    dqn = load_config(os.path.join(os.path.dirname(__file__), "anakin_cartpole_dqn.py"))
+    config = from_dqn(defaults("iqn"), dqn)
+    config.agent.num_atoms = 32
+    return config

@@ -1,0 +1,26 @@
+"""The distributional agents learn CartPole on Anakin: C51, QR-DQN and IQN (Munchausen's, on IQN)."""
+
+import pytest
+
+import podracer
+from tests.helpers import load_config
+
+pytestmark = pytest.mark.slow
+
+# CartPole with DQN's shipped settings, 40,000 of their 400,000 steps; IQN at 16 sampled and 16 acting fractions.
+SMALL_IQN = {"agent.num_atoms": 16, "agent.acting_quantiles": 16}
+
+
+@pytest.mark.default_compile  # Mostly runs, not compiles.
+@pytest.mark.learning("last 100 episodes", at_least=100, random=22)
+@pytest.mark.parametrize(
+    "name, fields",
+    [("c51", {}), ("qr_dqn", {}), ("iqn", SMALL_IQN), ("iqn", {**SMALL_IQN, "agent.munchausen": True})],
+    ids=["c51", "qr_dqn", "iqn", "munchausen_iqn"],
+)
+def test_a_distributional_agent_learns_cartpole(learning, name, fields):
+    """About 30 s each (random: 22). A broken projection, quantile loss or target leaves CartPole near random."""
+    config = load_config(f"anakin_cartpole_{name}", fields, num_devices=1, total_steps=40_000, seed=learning.seed)
+    history = podracer.train(config).history
+    assert history[0]["mean_episode_return"] < 100
+    learning.check(podracer.recent_return(history))
