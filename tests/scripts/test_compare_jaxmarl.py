@@ -49,3 +49,22 @@ def test_jaxmarls_logged_return_is_put_on_podracers_scale():
     """JaxMARL's MPE log wrapper logs each agent's return times the 3 agents; podracer reports the agents' mean."""
     outputs = {"metrics": {"returned_episode_returns": np.array([-90.0, -75.0, -60.0])}}  # One figure per update.
     assert compare.jaxmarl_return(outputs) == -20.0  # The last update's, over 3.
+
+
+@pytest.mark.parametrize("algorithm", ["vdn", "qmix"])
+def test_the_q_learning_configs_take_the_yamls_settings(algorithm):
+    config, settings, steps = compare.plan(1e6, 100, num_envs=8, algorithm=algorithm)
+    assert steps == settings["TOTAL_TIMESTEPS"] == config.total_steps == 4807 * 8 * 26  # JaxMARL's NUM_UPDATES.
+    assert (config.agent.name, config.num_envs, config.unroll_length) == (algorithm, 8, settings["NUM_STEPS"])
+    agent, optimizer = config.agent, config.optimizer
+    assert (agent.gamma, agent.batch_size, agent.target_update_period) == (0.9, 32, 200)
+    assert agent.buffer_size == settings["BUFFER_SIZE"] * settings["NUM_STEPS"]  # 5,000 rollouts, in steps.
+    assert (agent.min_replay_size, agent.epsilon_end, agent.epsilon_fraction) == (10_000, 0.05, 0.1)
+    assert (optimizer.name, optimizer.learning_rate, optimizer.max_grad_norm) == ("radam", 5e-3, 25)
+    assert config.network.core_size == settings["HIDDEN_SIZE"] and agent.reward_scale == 3  # The agents' sum.
+
+
+def test_a_q_learning_scripts_return_is_its_episodes_mean_over_the_agents():
+    """Each update logs the mean over its steps of the return kept at the step an episode ended (one in 26)."""
+    logged = [{"returned_episode_returns": np.float32(-90.0 / 26), "returned_episode": np.float32(1 / 26)}] * 20
+    assert compare.q_learning_return(logged) == pytest.approx(-30.0)

@@ -100,13 +100,14 @@ def _sum_tree_device() -> str:
     return {"tpu": "tpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu"}.get(jax.default_backend(), "cpu")
 
 
-def empty_item(observation_spec: Any, action: jax.ShapeDtypeStruct, extras: Any = None) -> dict:
+def empty_item(observation_spec: Any, action: jax.ShapeDtypeStruct, extras: Any = None, reward_shape=()) -> dict:
     """One zero item of a buffer (a flashbax buffer's `init` takes it): a timestep of `observation_spec`, an action,
-    and the `extras` (specs of one environment's) the agent keeps; none by default."""
+    and the `extras` (specs of one environment's) the agent keeps; none by default. Rewards and discounts are
+    `reward_shape`: `(N,)` for the N agents of a multi-agent environment (`podracer.envs.multi_agent`)."""
     timestep = TimeStep(
         step_type=jax.ShapeDtypeStruct((), jnp.int32),
-        reward=jax.ShapeDtypeStruct((), jnp.float32),
-        discount=jax.ShapeDtypeStruct((), jnp.float32),
+        reward=jax.ShapeDtypeStruct(reward_shape, jnp.float32),
+        discount=jax.ShapeDtypeStruct(reward_shape, jnp.float32),
         observation=observation_spec,
     )
     item = {"timestep": timestep, "action": action, "extras": {} if extras is None else extras}
@@ -210,9 +211,9 @@ def setup(
     )
 
 
-def init(replay: ReplaySetup, observation_spec: Any, action: jax.ShapeDtypeStruct, extras: Any = None) -> PerDevice:
+def init(replay: ReplaySetup, observation_spec: Any, action: Any, extras: Any = None, reward_shape=()) -> PerDevice:
     """An empty buffer for items of these specs (see `empty_item`), as the agent's per-device learner state."""
-    item = empty_item(observation_spec, action, extras)
+    item = empty_item(observation_spec, action, extras, reward_shape)
     staged = None
     if replay.learn_calls_per_update > 1:
         staged = jax.tree.map(lambda x: jnp.zeros((replay.rows, replay.unroll_length) + x.shape, x.dtype), item)
