@@ -5,8 +5,9 @@ functions that Anakin's program and Sebulba's threads call alike (see
 `podracer.agents.agent`). The built-in ones register themselves by name;
 `register` adds your own. The package is a folder per role: the agents
 (`algorithms`), their networks (`models`), the learning pieces (`learning`:
-returns, losses, the optimiser, replay), several agents (`several_agents`)
-and meta-learning (`meta`).
+returns, losses, the optimiser, replay), several agents (`several_agents`),
+meta-learning (`meta`) and search over continuous actions
+(`continuous_search`: Sampled MuZero).
 
 Every module of this package and its folders is imported with it, so an
 agent module registers itself just by being here. Imports `config`, `devices`

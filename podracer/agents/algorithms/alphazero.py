@@ -118,8 +118,9 @@ def evaluate(params: networks.NetworkParams, observation: Any) -> tuple[chex.Arr
     return outputs["logits"], jnp.tanh(value)
 
 
-def root(params: networks.NetworkParams, observation: Any) -> tuple[mctx.RootFnOutput, chex.Array]:
+def root(params: networks.NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[mctx.RootFnOutput, chex.Array]:
     """The search's roots for observations `[N, ...]` (with the game state), and their illegal moves."""
+    del key  # The root is the game's own state: nothing to sample.
     logits, value = evaluate(params, observation)
     root_output = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=observation[GAME_STATE])
     return root_output, ~observation[ACTION_MASK]

@@ -39,6 +39,7 @@ data efficiency as acting scales.
 """
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -115,7 +116,7 @@ def cross_entropy(target_probabilities: chex.Array, logits: chex.Array) -> chex.
 class Targets(struct.PyTreeNode):
     """What the unrolled model is trained towards, per unroll step and sequence."""
 
-    policies: chex.Array  # [K + 1, S, A] the search policies pi_{t+k}.
+    acting: dict  # [K + 1, S, ...] what acting stored at t + k (its extras): the search policy pi_{t+k}, ...
     values: chex.Array  # [K + 1, S] the n-step returns z_{t+k}.
     rewards: chex.Array  # [K, S] the rewards u_{t+k+1} after each action of the unroll.
     in_episode: chex.Array  # [K + 1, S] 1 where step t + k is a decision of the episode of step t.
@@ -160,15 +161,30 @@ def targets(sample_trajectory: Any, loss_settings: LossSettings, bootstrap_value
     # A LAST timestep is followed by the next episode's FIRST: step k is in the episode while no step before it is LAST.
     decisions = (step_type[: unroll + 1] != LAST).astype(jnp.float32)
     return Targets(
-        policies=sample_trajectory.extras["search_policy"][: unroll + 1],
+        acting=jax.tree.map(lambda x: x[: unroll + 1], sample_trajectory.extras),
         values=values,
         rewards=tr.rewards[:unroll],
         in_episode=jnp.cumprod(decisions, axis=0),
     )
 
 
-def loss(params: NetworkParams, sample: replay.Sample, loss_settings: LossSettings) -> tuple[chex.Array, tuple]:
-    """The importance-weighted unrolled loss (module docstring); aux `(metrics, priorities [S])`."""
+def categorical_policy_loss(policy_logits: chex.Array, acting: dict) -> chex.Array:
+    """MuZero's l^p `[S]`: the cross-entropy of the policy logits `[S, A]` against the search policy acting stored."""
+    return cross_entropy(acting["search_policy"], policy_logits)
+
+
+PolicyLoss = Callable[
+    [Any, dict], chex.Array
+]  # (prediction's policy outputs [S, ...], acting's extras [S, ...]) -> [S]
+
+
+def loss(
+    params: NetworkParams,
+    sample: replay.Sample,
+    loss_settings: LossSettings,
+    policy_loss: PolicyLoss = categorical_policy_loss,
+) -> tuple[chex.Array, tuple]:
+    """The importance-weighted unrolled loss (module docstring), l^p by `policy_loss`; aux `(metrics, priorities)`."""
     trajectory = sample.trajectory
     unroll = loss_settings.unroll_steps
     support_size = loss_settings.support_size
@@ -182,10 +198,10 @@ def loss(params: NetworkParams, sample: replay.Sample, loss_settings: LossSettin
         bootstrap_values = support.to_scalar(bootstrap_logits).reshape(unroll + 1, -1)
     target = jax.lax.stop_gradient(targets(trajectory, loss_settings, bootstrap_values))
     latent = muzero_model.represent(params, jax.tree.map(lambda x: x[0], trajectory.timestep.observation))
-    policy_loss, value_loss, reward_loss = [], [], []
+    policy_losses, value_loss, reward_loss = [], [], []
     for k in range(unroll + 1):
         policy_logits, value_logits = muzero_model.predict(params, latent)
-        policy_loss.append(cross_entropy(target.policies[k], policy_logits))
+        policy_losses.append(policy_loss(policy_logits, jax.tree.map(lambda x, k=k: x[k], target.acting)))
         value_loss.append(cross_entropy(support.to_categorical(target.values[k], support_size), value_logits))
         if k == 0:
             first_value = support.to_scalar(value_logits)
@@ -194,7 +210,7 @@ def loss(params: NetworkParams, sample: replay.Sample, loss_settings: LossSettin
             reward_loss.append(cross_entropy(support.to_categorical(target.rewards[k], support_size), reward_logits))
     step_weights = jnp.array([1.0] + [1.0 / unroll] * unroll)[:, None]  # [K + 1, 1]
     in_episode = target.in_episode * step_weights
-    policy = jnp.sum(in_episode * jnp.stack(policy_loss), axis=0)
+    policy = jnp.sum(in_episode * jnp.stack(policy_losses), axis=0)
     value = jnp.sum(in_episode * jnp.stack(value_loss), axis=0)
     # The reward of step k + 1 follows the action at step k: real while step k is in the episode.
     reward = jnp.sum(target.in_episode[:-1] * step_weights[1:] * jnp.stack(reward_loss), axis=0)
@@ -211,45 +227,68 @@ def loss(params: NetworkParams, sample: replay.Sample, loss_settings: LossSettin
     return total, (metrics, priorities)
 
 
-def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, shared_fields.network_settings(config)
-    sequence_length = agent_config.unroll_steps + agent_config.n_step + 2
-    replay_setup = shared_fields.replay_setup(config, sequence_length)
-    loss_settings = settings.read(LossSettings, agent_config)
-    optimizer = make_optimizer(
-        shared_fields.optimizer_settings(config), gradient_steps=num_updates * agent_config.replay_ratio
-    )
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """What Sampled MuZero (`continuous_search.sampled_muzero`) changes of MuZero's replay, targets and loss."""
 
-    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
-        model = muzero_model.make_model(network, observation_spec, action_spec, agent_config.support_size)
-        params = muzero_model.init(key, model, observation_spec)
-        extras = {
-            "search_policy": jax.ShapeDtypeStruct((action_spec.num_values,), jnp.float32),
-            "root_value": jax.ShapeDtypeStruct((), jnp.float32),
-        }
-        return MuZeroState(
-            params=params,
-            opt_state=optimizer.init(params),
-            replay=replay.init(replay_setup, observation_spec, jax.ShapeDtypeStruct((), jnp.int32), extras),
-            learn_calls=jnp.int32(0),
-        )
+    make_model: Callable[[Any, Any], Any]  # (observation_spec, action_spec) -> the model's flax module.
+    stored: Callable[[Any], tuple]  # action_spec -> (the action's ShapeDtypeStruct, the extras `act` stores).
+    act: Callable  # The agent's `act` (a search per environment).
+    greedy_act: Callable
+    policy_loss: PolicyLoss = categorical_policy_loss
+
+
+def make_gradient_step(config: ConfigDict, num_updates: int, policy_loss: PolicyLoss) -> tuple:
+    """`(gradient_step, optimizer)`: one step of the unrolled loss on a sampled batch, gradients averaged over
+    `axis_name`'s devices (each sampled its own batch), then `optimizer`'s update."""
+    loss_settings = settings.read(LossSettings, config.agent)
+    gradient_steps = num_updates * config.agent.replay_ratio
+    optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
 
     def gradient_step(state: MuZeroState, sample: replay.Sample, axis_name) -> tuple[MuZeroState, dict, chex.Array]:
-        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, loss_settings), axis_name)
+        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, loss_settings, policy_loss), axis_name)
         grads, (metrics, priorities) = grad_fn(state.params, sample)
         grads, metrics = collectives.mean((grads, metrics), axis_name)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         state = state.replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
         return state, {**metrics, "grad_norm": optax.tree.norm(grads)}, priorities
 
-    act = search.make_act(shared_fields.search_settings(config), agent_config.gamma)
-    return Agent(
-        init=init,
-        act=act,
-        learn=replay.make_learn(replay_setup, gradient_step),
-        acting_params=lambda state: state.params,
-        greedy_act=search.greedy(act),
-    )
+    return gradient_step, optimizer
+
+
+def build_variant(config: ConfigDict, num_updates: int, variant: Variant) -> Agent:
+    """A MuZero agent (module docstring) with `variant`'s model, stored extras, search and policy loss."""
+    replay_setup = shared_fields.replay_setup(config, config.agent.unroll_steps + config.agent.n_step + 2)
+    gradient_step, optimizer = make_gradient_step(config, num_updates, variant.policy_loss)
+
+    def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
+        action, extras = variant.stored(action_spec)
+        params = muzero_model.init(key, variant.make_model(observation_spec, action_spec), observation_spec, action)
+        return MuZeroState(
+            params=params,
+            opt_state=optimizer.init(params),
+            replay=replay.init(replay_setup, observation_spec, action, extras),
+            learn_calls=jnp.int32(0),
+        )
+
+    learn = replay.make_learn(replay_setup, gradient_step)
+    return Agent(init, variant.act, learn, lambda state: state.params, greedy_act=variant.greedy_act)
+
+
+def stored(action_spec: Any) -> tuple:
+    """MuZero's action (an index) and extras: the search policy over the A actions and the root's value."""
+    policy, value = jax.ShapeDtypeStruct((action_spec.num_values,), jnp.float32), jax.ShapeDtypeStruct((), jnp.float32)
+    return muzero_model.INDEX_ACTION, {"search_policy": policy, "root_value": value}
+
+
+def build(config: ConfigDict, num_updates: int) -> Agent:
+    network, support_size = shared_fields.network_settings(config), config.agent.support_size
+    act = search.make_act(shared_fields.search_settings(config), config.agent.gamma)
+
+    def make_model(observation_spec: Any, action_spec: Any) -> Any:
+        return muzero_model.make_model(network, observation_spec, action_spec, support_size)
+
+    return build_variant(config, num_updates, Variant(make_model, stored, act, search.greedy(act)))
 
 
 registry.register(

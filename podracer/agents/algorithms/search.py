@@ -120,23 +120,33 @@ def search(search_settings: SearchSettings, gamma: float) -> Callable:
     return planner(search_settings, recurrent_fn(gamma))
 
 
-RootFn = Callable[[Any, Any], tuple[mctx.RootFnOutput, Any]]
-"""`(params, observation [N, ...]) -> (mctx.RootFnOutput, invalid_actions [N, A] or None)`: a search's roots."""
+RootFn = Callable[[Any, Any, chex.PRNGKey], tuple[mctx.RootFnOutput, Any]]
+"""`(params, observation [N, ...], key) -> (mctx.RootFnOutput, invalid_actions [N, A] or None)`: a search's roots
+(the key for a root that samples, as Sampled MuZero's does)."""
 
 
-def act_by_search(search_settings: SearchSettings, root_fn: RootFn, recurrent: Callable) -> Callable:
+def index_and_extras(output: mctx.PolicyOutput) -> tuple[chex.Array, dict]:
+    """The action index and extras `act` keeps of one search (a batch of one root): the search policy, the root's
+    search value."""
+    extras = {"search_policy": output.action_weights[0], "root_value": output.search_tree.summary().value[0]}
+    return output.action[0].astype(jnp.int32), extras
+
+
+def act_by_search(
+    search_settings: SearchSettings, root_fn: RootFn, recurrent: Callable, read: Callable = index_and_extras
+) -> Callable:
     """`act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment from its
-    `root_fn` root, expanding with `recurrent`; extras: the search policy and the root's search value."""
+    `root_fn` root, expanding with `recurrent`; `read` takes the action and extras from each search's output."""
     plan = planner(search_settings, recurrent)
 
     def act(params: Any, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
         def one_environment(single_observation: Any, environment_key: chex.PRNGKey):
-            root_output, invalid_actions = root_fn(params, jax.tree.map(lambda x: x[None], single_observation))
-            output = plan(params, root_output, environment_key, invalid_actions)
-            return output.action[0], output.action_weights[0], output.search_tree.summary().value[0]
+            root_key = jax.random.fold_in(environment_key, 1)  # The search itself keeps `environment_key`.
+            observations = jax.tree.map(lambda x: x[None], single_observation)
+            root_output, invalid_actions = root_fn(params, observations, root_key)
+            return read(plan(params, root_output, environment_key, invalid_actions))
 
-        action, search_policy, root_value = jax.vmap(one_environment)(observation, key)
-        return action.astype(jnp.int32), {"search_policy": search_policy, "root_value": root_value}
+        return jax.vmap(one_environment)(observation, key)
 
     return act
 
@@ -144,7 +154,7 @@ def act_by_search(search_settings: SearchSettings, root_fn: RootFn, recurrent: C
 def make_act(search_settings: SearchSettings, gamma: float) -> Callable:
     """MuZero's `act(params, observation [B, ...], key [B]) -> (action [B], extras)`, a search per environment."""
     return act_by_search(
-        search_settings, lambda params, observation: (root(params, observation), None), recurrent_fn(gamma)
+        search_settings, lambda params, observation, key: (root(params, observation), None), recurrent_fn(gamma)
     )
 
 

@@ -15,7 +15,10 @@ however long the model is unrolled.
 Two models, chosen by `network.torso`:
 - `"mlp"` (vector observations): each function is an MLP of
   `network.hidden_sizes`; the latent state has `network.hidden_size` units;
-  the dynamics read the latent state and a one-hot action.
+  the dynamics read the latent state and the action's encoding
+  (`encode_action`: a one-hot here; Sampled MuZero's model for continuous
+  actions, `podracer.agents.continuous_search.sampled_model`, overrides it
+  and the policy head).
 - `"muzero_resnet"` (stacked uint8 frames `[C, H, W]`): the Atari network of
   Appendix F, narrower by default. The representation downsamples 84x84 to
   6x6 (convolutions of stride 2 to `network.channels[0]` and
@@ -64,6 +67,8 @@ def scale_latent(latent: jnp.ndarray) -> jnp.ndarray:
 class MLPModel(nn.Module):
     """The model for vector observations: three MLPs (see the module docstring)."""
 
+    POLICY_PARAMETERS = 1  # Outputs of the policy head per action (a logit each); a subclass may need more.
+
     action_size: int
     value_bins: int
     hidden_sizes: Sequence[int] = (64, 64)
@@ -76,14 +81,18 @@ class MLPModel(nn.Module):
         self.next_latent = dense(self.latent_size, 1.0)
         self.reward_head = dense(self.value_bins, HEAD_GAIN)
         self.prediction_torso = MLP(self.hidden_sizes, self.activation)
-        self.policy_head = dense(self.action_size, HEAD_GAIN)
+        self.policy_head = dense(self.action_size * self.POLICY_PARAMETERS, HEAD_GAIN)
         self.value_head = dense(self.value_bins, HEAD_GAIN)
 
     def represent(self, observation: Any) -> jnp.ndarray:
         return scale_latent(self.representation(flatten_observation(observation)))
 
+    def encode_action(self, action: jnp.ndarray) -> jnp.ndarray:
+        """The dynamics' action input `[N, A]`: a one-hot of each action index `[N]`."""
+        return jax.nn.one_hot(action, self.action_size)
+
     def dynamics(self, latent: jnp.ndarray, action: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-        features = self.dynamics_torso(jnp.concatenate([latent, jax.nn.one_hot(action, self.action_size)], axis=-1))
+        features = self.dynamics_torso(jnp.concatenate([latent, self.encode_action(action)], axis=-1))
         return scale_latent(self.next_latent(features)), self.reward_head(features)
 
     def predict(self, latent: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -208,10 +217,14 @@ def make_model(
     )
 
 
-def init(key: chex.PRNGKey, model: nn.Module, observation_spec: Any) -> NetworkParams:
-    """Fresh weights for every function of `model`, from one dummy observation and action."""
+INDEX_ACTION = jax.ShapeDtypeStruct((), jnp.int32)  # A discrete action: one index.
+
+
+def init(key: chex.PRNGKey, model: nn.Module, observation_spec: Any, action: Any = INDEX_ACTION) -> NetworkParams:
+    """Fresh weights for every function of `model`, from one dummy observation and one dummy `action` (its shape
+    and dtype: an index, or Sampled MuZero's real vector)."""
     dummy = jax.tree.map(lambda spec: jnp.zeros((1,) + spec.shape, spec.dtype), observation_spec)
-    return NetworkParams(model, model.init(key, dummy, jnp.zeros((1,), jnp.int32)))
+    return NetworkParams(model, model.init(key, dummy, jnp.zeros((1,) + action.shape, action.dtype)))
 
 
 def represent(params: NetworkParams, observation: Any) -> jnp.ndarray:
@@ -220,7 +233,7 @@ def represent(params: NetworkParams, observation: Any) -> jnp.ndarray:
 
 
 def dynamics(params: NetworkParams, latent: jnp.ndarray, action: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Next latent states and reward logits `[N, bins]` after actions `[N]`."""
+    """Next latent states and reward logits `[N, bins]` after actions `[N]` (`[N, D]` for continuous actions)."""
     return params.module.apply(params.variables, latent, action, method="dynamics")
 
 
