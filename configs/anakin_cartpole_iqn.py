@@ -9,11 +9,11 @@ network, replay and epsilon schedule.
 import os
 
 from podracer import defaults, load_config
-from podracer.agents.value_distributions.distributional_dqn import from_dqn
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
     dqn = load_config(os.path.join(os.path.dirname(__file__), "anakin_cartpole_dqn.py"))
-    config = from_dqn(defaults("iqn"), dqn)
+    config = with_experiment_of(defaults("iqn"), dqn)
     config.agent.num_atoms = 32
     return config

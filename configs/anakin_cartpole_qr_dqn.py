@@ -8,11 +8,11 @@ schedule.
 import os
 
 from podracer import defaults, load_config
-from podracer.agents.value_distributions.distributional_dqn import from_dqn
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
     dqn = load_config(os.path.join(os.path.dirname(__file__), "anakin_cartpole_dqn.py"))
-    config = from_dqn(defaults("qr_dqn"), dqn)
+    config = with_experiment_of(defaults("qr_dqn"), dqn)
     config.agent.num_atoms = 51
     return config

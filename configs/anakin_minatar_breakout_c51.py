@@ -8,11 +8,11 @@ replay and epsilon schedule. Needs the gymnax extra: pip install -e '.[gymnax]'.
 import os
 
 from podracer import defaults, load_config
-from podracer.agents.value_distributions.distributional_dqn import from_dqn
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
     dqn = load_config(os.path.join(os.path.dirname(__file__), "anakin_minatar_breakout_dqn.py"))
-    config = from_dqn(defaults("c51"), dqn)
+    config = with_experiment_of(defaults("c51"), dqn)
     config.agent.v_min, config.agent.v_max = -100.0, 100.0
     return config

@@ -8,9 +8,9 @@ schedule. Needs the gymnax extra: pip install -e '.[gymnax]'.
 import os
 
 from podracer import defaults, load_config
-from podracer.agents.value_distributions.distributional_dqn import from_dqn
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
     dqn = load_config(os.path.join(os.path.dirname(__file__), "anakin_minatar_breakout_dqn.py"))
-    return from_dqn(defaults("qr_dqn"), dqn)
+    return with_experiment_of(defaults("qr_dqn"), dqn)

@@ -8,32 +8,16 @@ every agent's observation, concatenated), an embedding of 32, hypernetworks of
 128, orthogonal initial weights of gain 0.001, as the yaml.
 """
 
-from podracer import defaults
+import os
+
+from podracer import defaults, load_config
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
-    config = defaults("qmix")
-    config.env.name = "jaxmarl:MPE_simple_spread_v3"
-    config.num_envs = 8
-    config.unroll_length = 26
-    config.total_steps = 9_999_808  # 48,076 updates of 8 x 26 steps: JaxMARL's int(1e7 / 26 / 8).
-    config.agent.gamma = 0.9
-    config.agent.reward_scale = 3.0  # JaxMARL's team reward: the agents' sum.
-    config.agent.sequence_length = 26
-    config.agent.buffer_size = 130_000
-    config.agent.min_replay_size = 10_000
-    config.agent.batch_size = 32
-    config.agent.target_update_period = 200
+    vdn = load_config(os.path.join(os.path.dirname(__file__), "anakin_mpe_spread_vdn.py"))
+    config = with_experiment_of(defaults("qmix"), vdn)
     config.agent.embedding_size = 32
     config.agent.hypernet_hidden_size = 128
     config.agent.mixer_init_scale = 0.001
-    config.network.hidden_sizes = (64,)
-    config.network.activation = "relu"
-    config.network.core = "gru"
-    config.network.core_size = 64
-    config.optimizer.name = "radam"
-    config.optimizer.learning_rate = 5e-3
-    config.optimizer.max_grad_norm = 25.0
-    config.optimizer.anneal_lr = True
-    config.updates_per_dispatch = 500
     return config

@@ -8,11 +8,11 @@ acting, the quantile Huber loss (kappa 1).
 import os
 
 from podracer import defaults, load_config
-from podracer.agents.value_distributions.distributional_dqn import from_dqn
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
     dqn = load_config(os.path.join(os.path.dirname(__file__), "sebulba_cartpole_dqn.py"))
-    config = from_dqn(defaults("iqn", architecture="sebulba"), dqn)
+    config = with_experiment_of(defaults("iqn", architecture="sebulba"), dqn)
     config.agent.num_atoms = 32
     return config

@@ -193,3 +193,17 @@ def unknown_field(field: str, node: Any, parent: str, source: str) -> None:
     close = difflib.get_close_matches(field[len(parent) :].lstrip(".").split(".")[0], siblings, n=1)
     hint = f"did you mean {where}.{close[0]}? " if close else ""
     raise ConfigError(field, f"{source} has no such field", f"{hint}the fields of {where} are {siblings}")
+
+
+def with_experiment_of(config: ConfigDict, other: ConfigDict) -> ConfigDict:
+    """`config` (one agent's defaults) with every field of the config `other` but its agent, and the agent fields the
+    two agents share: one experiment for two agents, as the config files that compare C51 with DQN or QMIX with VDN
+    set it up."""
+    for field, value in other.items():
+        if field != "agent":
+            config[field] = value
+    for field, value in other.agent.items():
+        if field in config.agent and field != "name":
+            config.agent[field] = value
+    return config
+

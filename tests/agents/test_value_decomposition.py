@@ -10,6 +10,7 @@ from dm_env import specs
 
 import podracer
 from podracer import agents, envs
+from podracer.agents.algorithms import pqn
 from podracer.agents.learning import replay
 from podracer.agents.models import networks
 from podracer.agents.several_agents import mixers, pqn_vdn, value_decomposition
@@ -148,7 +149,7 @@ def test_pqn_vdn_bootstraps_the_teams_lambda_return_from_the_summed_greedy_value
     sample, gamma, td_lambda = sampled_sequences(1), 0.9, 0.5
     trajectory = sample.trajectory
     q_values = jax.random.normal(jax.random.key(0), (3, 2, N, A))
-    settings = pqn_vdn.TargetSettings(gamma=gamma, td_lambda=td_lambda, reward_scale=1.0, reward_clip=0.0)
+    settings = pqn.TargetSettings(gamma=gamma, td_lambda=td_lambda, reward_scale=1.0, reward_clip=0.0)
     got = pqn_vdn.team_lambda_targets(trajectory, q_values, settings)
     values = np.asarray(q_values, np.float64).max(-1).sum(-1)  # [3, S]
     reward = np.asarray(trajectory.timestep.reward, np.float64).mean(-1)

@@ -33,6 +33,7 @@ reuse. The Q-network is feed-forward (`network.core = "none"`).
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -155,25 +156,46 @@ def make_samples(
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
+    chunked = slices_gradients(shared_fields.network_settings(config))
+    init, learn, acting_params = learner(config, num_updates, make_samples, loss, chunk_axis=1 if chunked else None)
+    return Agent(
+        init=init,
+        act=exploration.act,
+        learn=learn,
+        acting_params=acting_params,
+        greedy_act=exploration.greedy(exploration.act),
+    )
+
+
+def learner(
+    config: ConfigDict,
+    num_updates: int,
+    samples_fn: Callable,
+    loss_fn: Callable,
+    specs: Callable = lambda observation_spec, action_spec: (observation_spec, action_spec),
+    chunk_axis: int | None = None,
+    **epoch_options: Any,
+) -> tuple[Callable, Callable, Callable]:
+    """PQN's `(init, learn, acting_params)`: `samples_fn(params, trajectory, target_settings)` gives the rollout's
+    samples with their targets and the targets' mean, then `num_epochs` x `num_minibatches` steps of `loss_fn`;
+    the Q-network is built for `specs(observation_spec, action_spec)` (PQN-VDN's: one agent's)."""
     agent_config, network = config.agent, shared_fields.network_settings(config)
     gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
     optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
     epsilon = exploration.epsilon_schedule(shared_fields.epsilon_settings(config), num_updates)
     target_settings = settings.read(TargetSettings, agent_config)
-    chunk_axis = 1 if slices_gradients(network) else None
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> PQNState:
-        module = networks.make_q_network(network, observation_spec, action_spec)
-        params = networks.init_module(key, module, observation_spec)
+        observation_spec, action_spec = specs(observation_spec, action_spec)
+        params = networks.init_module(
+            key, networks.make_q_network(network, observation_spec, action_spec), observation_spec
+        )
         return PQNState(params=params, opt_state=optimizer.init(params), learn_calls=jnp.int32(0))
 
-    def acting_params(state: PQNState) -> exploration.ActingParams:
-        return exploration.acting_params(state.params, epsilon, state.learn_calls)
-
     def learn(state: PQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None) -> tuple[PQNState, dict]:
-        samples, target_mean = make_samples(state.params, trajectory, target_settings)
+        samples, target_mean = samples_fn(state.params, trajectory, target_settings)
         minibatch_step = functools.partial(
-            sgd_step, loss_fn=loss, optimizer=optimizer, axis_name=axis_name, chunk_axis=chunk_axis
+            sgd_step, loss_fn=loss_fn, optimizer=optimizer, axis_name=axis_name, chunk_axis=chunk_axis
         )
         new_state, metrics = minibatch_epochs(
             state,
@@ -184,6 +206,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
             agent_config.num_minibatches,
             axis_name,
             gather_in_step=True,
+            **epoch_options,
         )
         metrics = {
             **metrics,
@@ -192,13 +215,10 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
         }
         return new_state.replace(learn_calls=state.learn_calls + 1), metrics
 
-    return Agent(
-        init=init,
-        act=exploration.act,
-        learn=learn,
-        acting_params=acting_params,
-        greedy_act=exploration.greedy(exploration.act),
-    )
+    def acting_params(state: PQNState) -> exploration.ActingParams:
+        return exploration.acting_params(state.params, epsilon, state.learn_calls)
+
+    return init, learn, acting_params
 
 
 registry.register("pqn", defaults=defaults, build=build, validate=validate)

@@ -25,7 +25,6 @@ Q-network is feed-forward.
 """
 
 import dataclasses
-import functools
 from typing import Any
 
 import chex
@@ -36,15 +35,10 @@ from ml_collections import ConfigDict
 from podracer.agents import registry
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import pqn, shared_fields
-from podracer.agents.learning import exploration
-from podracer.agents.learning.minibatches import minibatch_epochs
-from podracer.agents.learning.optimizer import make_optimizer, sgd_step
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
 from podracer.agents.several_agents import mixers, per_agent, q_mixing, value_decomposition
 from podracer.agents.trajectory import Trajectory, merge_leading_dims, transitions
-from podracer.config import settings
-from podracer.devices import collectives
 from podracer.envs import env_registry
 
 
@@ -55,17 +49,9 @@ def defaults() -> ConfigDict:
     return config
 
 
-@dataclasses.dataclass(frozen=True)
-class TargetSettings:
-    """What the team's targets read of `config.agent` (each field is described in `pqn.defaults`)."""
-
-    gamma: float
-    td_lambda: float
-    reward_scale: float
-    reward_clip: float
-
-
-def team_lambda_targets(trajectory: Trajectory, q_values: chex.Array, target_settings: TargetSettings) -> chex.Array:
+def team_lambda_targets(
+    trajectory: Trajectory, q_values: chex.Array, target_settings: pqn.TargetSettings
+) -> chex.Array:
     """The team's lambda-return targets `[T, B]` from every agent's Q-values `[T + 1, B, N, A]` at the rollout's
     steps (the first is not read), bootstrapping from VDN's sum over agents of each agent's greedy value."""
     chex.assert_rank(q_values, 4)
@@ -88,7 +74,7 @@ def loss(params: networks.NetworkParams, batch: pqn.Samples) -> tuple[chex.Array
 
 
 def make_samples(
-    params: networks.NetworkParams, trajectory: Trajectory, target_settings: TargetSettings
+    params: networks.NetworkParams, trajectory: Trajectory, target_settings: pqn.TargetSettings
 ) -> tuple[pqn.Samples, chex.Array]:
     """Every environment step of the rollout with the team's target, as `[1, T * B]` (each agent's observation and
     action `[1, T * B, N, ...]`); and the targets' mean over real steps."""
@@ -107,46 +93,17 @@ def make_samples(
 
 
 def build(config: ConfigDict, num_updates: int) -> Agent:
-    agent_config, network = config.agent, shared_fields.network_settings(config)
-    gradient_steps = num_updates * agent_config.num_epochs * agent_config.num_minibatches
-    optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
-    epsilon = exploration.epsilon_schedule(shared_fields.epsilon_settings(config), num_updates)
-    target_settings = settings.read(TargetSettings, agent_config)
-
-    def init(key: chex.PRNGKey, observation_spec: dict, action_spec: Any) -> pqn.PQNState:
-        one_spec = per_agent.agent_observation_spec(observation_spec, with_id=True)
-        module = networks.make_q_network(network, one_spec, per_agent.agent_action_spec(action_spec))
-        params = networks.init_module(key, module, one_spec)
-        return pqn.PQNState(params=params, opt_state=optimizer.init(params), learn_calls=jnp.int32(0))
-
-    def acting_params(state: pqn.PQNState) -> exploration.ActingParams:
-        return exploration.acting_params(state.params, epsilon, state.learn_calls)
-
-    def learn(state: pqn.PQNState, trajectory: Trajectory, key: chex.PRNGKey, axis_name=None):
-        samples, target_mean = make_samples(state.params, trajectory, target_settings)
-        minibatch_step = functools.partial(sgd_step, loss_fn=loss, optimizer=optimizer, axis_name=axis_name)
-        new_state, metrics = minibatch_epochs(
-            state,
-            samples,
-            key,
-            minibatch_step,
-            agent_config.num_epochs,
-            agent_config.num_minibatches,
-            axis_name,
-            what="environment steps",
-            gather_in_step=True,
+    def one_agents_specs(observation_spec: dict, action_spec: Any) -> tuple:
+        return per_agent.agent_observation_spec(observation_spec, with_id=True), per_agent.agent_action_spec(
+            action_spec
         )
-        metrics = {
-            **metrics,
-            "target_mean": collectives.mean(target_mean, axis_name),
-            "epsilon": epsilon(state.learn_calls),
-        }
-        return new_state.replace(learn_calls=state.learn_calls + 1), metrics
 
-    agents = env_registry.agent_layout(config)
-    return dataclasses.replace(
-        q_mixing.acting_agent(network, agents), init=init, learn=learn, acting_params=acting_params
+    init, learn, acting_params = pqn.learner(
+        config, num_updates, make_samples, loss, one_agents_specs, what="environment steps"
     )
+    agents = env_registry.agent_layout(config)
+    acting = q_mixing.acting_agent(shared_fields.network_settings(config), agents)
+    return dataclasses.replace(acting, init=init, learn=learn, acting_params=acting_params)
 
 
 registry.register(

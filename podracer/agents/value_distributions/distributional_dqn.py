@@ -82,18 +82,6 @@ def defaults(kind: str) -> ConfigDict:
     return agent
 
 
-def from_dqn(config: ConfigDict, dqn_config: ConfigDict) -> ConfigDict:
-    """`config` (a distributional agent's defaults) with everything of a DQN experiment's `dqn_config` but its
-    agent, and the agent fields the two share: the config files compare C51, QR-DQN and IQN with DQN this way."""
-    for field, value in dqn_config.items():
-        if field != "agent":
-            config[field] = value
-    for field, value in dqn_config.agent.items():
-        if field in config.agent and field != "name":
-            config.agent[field] = value
-    return config
-
-
 def validate(config: ConfigDict) -> None:
     dqn.validate_q_learning(config)
     agent = config.agent
