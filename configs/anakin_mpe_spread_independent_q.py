@@ -15,5 +15,6 @@ from podracer.config.loading import with_experiment_of
 def get_config():
     vdn = load_config(os.path.join(os.path.dirname(__file__), "anakin_mpe_spread_vdn.py"))
     config = with_experiment_of(defaults("independent_q"), vdn)
+    config.agent.mixer = "none"  # Its own: the shared field came over from VDN's config.
     config.agent.reward_scale = 1.0  # Each agent's own reward, unscaled.
     return config

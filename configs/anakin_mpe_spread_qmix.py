@@ -17,6 +17,7 @@ from podracer.config.loading import with_experiment_of
 def get_config():
     vdn = load_config(os.path.join(os.path.dirname(__file__), "anakin_mpe_spread_vdn.py"))
     config = with_experiment_of(defaults("qmix"), vdn)
+    config.agent.mixer = "qmix"  # Its own: the shared field came over from VDN's config.
     config.agent.embedding_size = 32
     config.agent.hypernet_hidden_size = 128
     config.agent.mixer_init_scale = 0.001

@@ -14,23 +14,15 @@ and 1e-2 -154. Seeds 0-2 score -155, -142 and -137 (SAC, side by side: -154,
 20 sampled actions per state. Needs the gymnax extra: pip install -e '.[gymnax]'.
 """
 
-from podracer import defaults
+import os
+
+from podracer import defaults, load_config
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
-    config = defaults("mpo")
-    config.env.name = "gymnax:Pendulum-v1"
-    config.num_envs = 64
-    config.unroll_length = 1
-    config.total_steps = 102_400  # 1,600 updates of 64 steps: 8 episodes of each environment.
-    config.network.hidden_sizes = (64, 64)
-    config.network.activation = "relu"
-    config.optimizer.learning_rate = 2e-3
-    config.optimizer.max_grad_norm = 100.0  # Only guards against blow-ups, as SAC's.
-    config.agent.target_tau = 0.02
-    config.agent.replay_ratio = 2
-    config.agent.buffer_size = 100_000
-    config.agent.min_replay_size = 2_000
+    sac = load_config(os.path.join(os.path.dirname(__file__), "anakin_pendulum_sac.py"))
+    config = with_experiment_of(defaults("mpo"), sac)
     config.agent.epsilon_mean = 0.05
     config.agent.epsilon_stddev = 1e-3
     return config

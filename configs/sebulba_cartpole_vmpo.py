@@ -10,17 +10,12 @@ epsilon_alpha 0.005; the target network is copied every 10 updates. Seeds 0-4
 end at 495-500 over the last 100 episodes (tests/sebulba/test_train.py).
 """
 
-from podracer import defaults
+import os
+
+from podracer import defaults, load_config
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
-    config = defaults("vmpo", architecture="sebulba")
-    config.env.name = "CartPole-v1"
-    config.envs_per_thread = 16
-    config.unroll_length = 20
-    config.total_steps = 500_000
-    config.policy_lag = 0
-    config.network.shared_torso = False
-    config.optimizer.learning_rate = 5e-4
-    config.agent.scale_rewards = True
-    return config
+    impala = load_config(os.path.join(os.path.dirname(__file__), "sebulba_cartpole_impala.py"))
+    return with_experiment_of(defaults("vmpo", architecture="sebulba"), impala)

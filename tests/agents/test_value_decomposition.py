@@ -19,6 +19,7 @@ from podracer.config.errors import ConfigError
 from podracer.envs.actions import AGENT_ID, GLOBAL_STATE
 from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
+from tests.helpers import load_config
 from tests.programs.coordination_game import get_config
 
 N, E, D, A, OBS = 3, 4, 5, 3, 2
@@ -195,3 +196,13 @@ def test_vdn_acts_for_every_agent_and_stores_each_agents_recurrent_state():
     )
     assert action.shape == (4, 2) and extras["q_values"].shape == (4, 2, 4)
     assert jax.tree.leaves(extras)[-1].shape == (4, 2, 8) == jax.tree.leaves(recurrent)[0].shape
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["anakin_mpe_spread_independent_q", "anakin_mpe_spread_vdn", "anakin_mpe_spread_qmix", "anakin_smax_3m_qmix"],
+)
+def test_each_shipped_config_mixes_as_its_agent_is_named(name):
+    """The configs on VDN's experiment (`config.loading.with_experiment_of`) keep their own agent's mixer."""
+    agent = load_config(name).agent
+    assert agent.mixer == {"independent_q": "none", "vdn": "vdn", "qmix": "qmix"}[agent.name]
