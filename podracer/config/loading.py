@@ -206,4 +206,3 @@ def with_experiment_of(config: ConfigDict, other: ConfigDict) -> ConfigDict:
         if field in config.agent and field != "name":
             config.agent[field] = value
     return config
-
