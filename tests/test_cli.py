@@ -123,7 +123,10 @@ def test_meta_train_then_train_with_its_rule_in_a_users_environment(tmp_path):
 SEBULBA = "configs/sebulba_cartpole_impala.py"
 DQN = "configs/anakin_cartpole_dqn.py"
 SAC, TD3 = "configs/anakin_pendulum_sac.py", "configs/anakin_pendulum_td3.py"
+MPO, VMPO = "configs/anakin_cartpole_mpo.py", "configs/anakin_cartpole_vmpo.py"
 PQN = "configs/anakin_cartpole_pqn.py"
+C51, IQN = "configs/anakin_cartpole_c51.py", "configs/anakin_cartpole_iqn.py"
+SAMPLED_MUZERO = "configs/anakin_pendulum_sampled_muzero.py"
 PPO = "configs/anakin_cartpole_ppo.py"
 LEARNED_RULE = "configs/anakin_catch_learned_rule.py"
 RULE = "RULE_FOLDER"  # Replaced by the folder of `saved_rule`, a random rule of prediction size 30.
@@ -224,6 +227,16 @@ BAD_INPUTS = [
         1,
         ["config.agent.share_parameters", "'adversary': 3", "--config.agent.share_parameters=False"],
     ),
+    # Value decomposition (several_agents.q_mixing, pqn_vdn): one shared Q-network needs alike agents, a known mixer,
+    # and PQN-VDN is feed-forward.
+    (
+        "configs/anakin_mpe_spread_qmix.py",
+        ["--config.env.name=jaxmarl:MPE_simple_tag_v3"],
+        1,
+        ["config.env.name", "one Q-network", "'adversary': 3"],
+    ),
+    ("configs/anakin_mpe_spread_qmix.py", ["--config.agent.mixer=sum"], 1, ["config.agent.mixer", "'vdn'"]),
+    ("configs/anakin_mpe_spread_pqn_vdn.py", ["--config.network.core=gru"], 1, ["config.network.core", "gru"]),
     (SEBULBA, ["--config.network.torso=nature_cnn"], 1, ["config.network.torso", "uint8 frames", "(4,) float"]),
     (DQN, ["--config.agent.replay_ratio=0"], 2, ["config.agent.replay_ratio", ">= 1"]),
     (DQN, ["--config.agent.min_replay_size=60000"], 2, ["config.agent.min_replay_size", "buffer_size"]),
@@ -266,11 +279,23 @@ BAD_INPUTS = [
         ["config.agent.burn_in", "as long as the sequence", "nothing to learn from"],
     ),
     (DQN, ["--config.agent.burn_in=2"], 1, ["config.agent.burn_in", "recurrent core", "--config.network.core=lstm"]),
+    # The distributional agents: their heads' fields, and discrete actions.
+    (C51, ["--config.agent.v_max=-20.0"], 1, ["config.agent.v_max", "empty", "above agent.v_min"]),
+    (C51, ["--config.agent.num_atoms=1"], 1, ["config.agent.num_atoms", ">= 2"]),
+    (IQN, ["--config.agent.kappa=-1.0"], 1, ["config.agent.kappa", ">= 0"]),
+    (IQN, ["--config.agent.munchausen_clip=0.5"], 1, ["config.agent.munchausen_clip", "<= 0"]),
+    (C51, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "ppo"]),
+    (C51, ["--config.agent.noisy_sigma=0.5", "--config.network.core=gru"], 1, ["config.network.core", "noisy"]),
     # Off-policy continuous control (SAC, TD3), and the kind of actions each agent needs, found before compiling.
     (SAC, ["--config.agent.target_entropy=1.0"], 1, ["config.agent.target_entropy", "<= 0", "-1.0"]),
     (TD3, ["--config.agent.policy_delay=0"], 1, ["config.agent.policy_delay", ">= 1", "policy_delay=2"]),
     (SAC, ["--config.env.name=catch"], 1, ["config.env.name", "BoundedArray", "dqn"]),
     (TD3, ["--config.env.name=cartpole"], 1, ["config.env.name", "BoundedArray", "dqn"]),
+    # MPO and V-MPO: their KL bounds, the target network's period and MPO's feed-forward networks.
+    (VMPO, ["--config.agent.epsilon_temperature=0.0"], 1, ["config.agent.epsilon_temperature", "> 0"]),
+    (VMPO, ["--config.agent.target_update_period=0"], 1, ["config.agent.target_update_period", ">= 1"]),
+    (MPO, ["--config.agent.epsilon_stddev=-1e-3"], 1, ["config.agent.epsilon_stddev", "> 0"]),
+    (MPO, ["--config.network.core=lstm"], 1, ["config.network.core", "feed-forward", "lstm"]),
     (DQN, ["--config.env.name=gymnax:Pendulum-v1"], 1, ["config.env.name", "DiscreteArray", "ppo"]),
     # PQN (podracer.agents.algorithms.pqn): a lambda outside [0, 1], a continuous task, minibatches that do not divide.
     (PQN, ["--config.agent.td_lambda=1.5"], 1, ["config.agent.td_lambda", "<= 1"]),
@@ -291,6 +316,10 @@ BAD_INPUTS = [
         ["config.agent.meta_gradient.learn", "'gama'", "gamma"],
     ),
     (CATCH, ["--config.agent.meta_gradient.learning_rate=-1"], 1, ["meta_gradient.learning_rate", ">= 0"]),
+    # Sampled MuZero (podracer.agents.continuous_search): fewer than 2 samples to search, discrete actions.
+    (SAMPLED_MUZERO, ["--config.agent.num_samples=1"], 1, ["config.agent.num_samples", ">= 2"]),
+    (SAMPLED_MUZERO, ["--config.env.name=cartpole"], 1, ["config.env.name", "discrete", "--config.agent.name=muzero"]),
+    (SAMPLED_MUZERO, ["--config.agent.uniform_fraction=2"], 1, ["config.agent.uniform_fraction", "<= 1"]),
     # Self-play (AlphaZero) on a single-player game, or off Pgx.
     (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
     (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),

@@ -12,15 +12,17 @@ SMALL_IQN = {"agent.num_atoms": 16, "agent.acting_quantiles": 16}
 
 
 @pytest.mark.default_compile  # Mostly runs, not compiles.
-@pytest.mark.learning("last 100 episodes", at_least=100, random=22)
+@pytest.mark.learning("last 100 episodes", at_least=75, random=22)
 @pytest.mark.parametrize(
     "name, fields",
     [("c51", {}), ("qr_dqn", {}), ("iqn", SMALL_IQN), ("iqn", {**SMALL_IQN, "agent.munchausen": True})],
     ids=["c51", "qr_dqn", "iqn", "munchausen_iqn"],
 )
 def test_a_distributional_agent_learns_cartpole(learning, name, fields):
-    """About 30 s each (random: 22). A broken projection, quantile loss or target leaves CartPole near random."""
+    """20-110 s each on the host shared with other runs (random: 22). Seeds 0-4 scored 229-310 (C51), 116-252
+    (QR-DQN), 108-264 (IQN) and 134-201 (Munchausen-IQN): the bound is below every seed by 32 or more. A broken
+    projection, quantile loss or target leaves CartPole near random."""
     config = load_config(f"anakin_cartpole_{name}", fields, num_devices=1, total_steps=40_000, seed=learning.seed)
     history = podracer.train(config).history
-    assert history[0]["mean_episode_return"] < 100
+    assert history[0]["mean_episode_return"] < 75
     learning.check(podracer.recent_return(history))

@@ -7,8 +7,11 @@ equal the update on 1 device with the whole batch. Prints a JSON summary; exits
 non-zero (an assertion) if the two differ beyond float rounding. Run with 8
 forced CPU devices: `python -m tests.programs.eight_versus_one [CORE] [AGENT]`,
 CORE a recurrent core (`network.core`) or none, AGENT `ppo` on CartPole (the
-default) or `mappo`: MAPPO with a network per agent (vmapped over the agents
-inside the replicated update) and a core per head on JaxMARL's MPE simple_spread.
+default), `mappo`: MAPPO with a network per agent (vmapped over the agents
+inside the replicated update) and a core per head on JaxMARL's MPE simple_spread,
+`vmpo`: V-MPO on CartPole, whose top half of advantages is selected over
+every device's shard together and whose duals and target network are replicated,
+or `pqn_vdn` (CORE none): PQN-VDN's Q(lambda) on the agents' summed Q-values on MPE simple_spread.
 """
 
 import json
@@ -26,13 +29,22 @@ from tests.helpers import load_config, replicas_identical
 def main(core: str = "none", agent_name: str = "ppo") -> dict:
     """Asserts the two agree; returns the summary (finished episodes, largest parameter change)."""
     assert jax.device_count() == 8, jax.devices()
-    several = agent_name == "mappo"
+    several = agent_name in ("mappo", "pqn_vdn")
+    # One epoch of one minibatch: V-MPO always takes one step; its target network is copied after each update.
+    own = (
+        {"agent.target_update_period": 1}
+        if agent_name == "vmpo"
+        else {"agent.num_epochs": 1, "agent.num_minibatches": 1}
+    )
     # Plain SGD: Adam's per-parameter normalisation would blow float noise in near-zero gradients up to full steps.
     config = load_config(
-        "anakin_mpe_spread_mappo" if several else "anakin_cartpole_ppo",
         {
-            "agent.num_epochs": 1,
-            "agent.num_minibatches": 1,
+            "mappo": "anakin_mpe_spread_mappo",
+            "vmpo": "anakin_cartpole_vmpo",
+            "pqn_vdn": "anakin_mpe_spread_pqn_vdn",
+        }.get(agent_name, "anakin_cartpole_ppo"),
+        {
+            **own,
             "optimizer.name": "sgd",
             "optimizer.learning_rate": 0.1,
             "optimizer.anneal_lr": False,
@@ -41,7 +53,7 @@ def main(core: str = "none", agent_name: str = "ppo") -> dict:
             "network.hidden_sizes": (16,),  # One small layer: equality does not depend on the network's size.
             "network.head_hidden_sizes": (),
             "network.shared_torso": core != "none" and not several,  # MAPPO: a core per head, on its own torso.
-            **({"agent.share_parameters": False} if several else {}),
+            **({"agent.share_parameters": False} if agent_name == "mappo" else {}),
         },
         num_envs=32,
         unroll_length=16,

@@ -157,13 +157,32 @@ def test_pong_impala_runs_a_few_updates():
 @pytest.mark.slow
 # PPO mostly runs: 28-33 s in a default-compile session here, not 38 at -O0. IMPALA is as quick either way, and its
 # seed 0 scores 468 there (seeds 0-4 at 493-499 as the suite compiles).
+# V-MPO (IMPALA's actors, V-trace targets): 12-15 s a seed here once compiled, 33 s for the first.
 @pytest.mark.parametrize(
-    "name", ["sebulba_cartpole_impala", pytest.param("sebulba_cartpole_ppo", marks=pytest.mark.default_compile)]
+    "name",
+    [
+        "sebulba_cartpole_impala",
+        pytest.param("sebulba_cartpole_ppo", marks=pytest.mark.default_compile),
+        "sebulba_cartpole_vmpo",
+    ],
 )
 @pytest.mark.learning("last 100 episodes", at_least=475, random=22)
 def test_learns_envpool_cartpole(name, learning):
     """The shipped config, as shipped. Solved as Gym defines it: a mean return of 475 over the last 100 episodes."""
     learning.check(podracer.recent_return(podracer.train(load_config(name, seed=learning.seed)).history))
+
+
+@pytest.mark.slow  # Mostly compilation: 4 minutes on the 2-core host shared with three other runs.
+def test_iqn_learns_from_the_learner_side_buffer_through_its_sampled_quantiles():
+    """Sebulba's IQN config: the actor threads' steps reach the learner's buffer, and once it holds enough every
+    update takes sampled quantile losses, finite, while epsilon decays (its learning on Anakin is
+    `tests/anakin/test_distributional_learning.py`)."""
+    fields = {"agent.min_replay_size": 512, "agent.num_atoms": 8, "agent.acting_quantiles": 8, "log_every_updates": 4}
+    config = load_config("sebulba_cartpole_iqn", fields, total_steps=256 * 24)
+    history = podracer.train(config).history
+    losses = [record["loss"] for record in history if record["loss"] > 0]
+    assert len(losses) >= 3 and all(np.isfinite(losses)), history
+    assert history[-1]["epsilon"] < history[0]["epsilon"]
 
 
 @pytest.mark.slow
