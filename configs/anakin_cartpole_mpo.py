@@ -11,23 +11,14 @@ episodes at 200,000 steps: past 100 by 40,000 steps, but not solved
 (docs/benchmarks.md, "V-MPO on Sebulba" and below, says why).
 """
 
-from podracer import defaults
+import os
+
+from podracer import defaults, load_config
+from podracer.config.loading import with_experiment_of
 
 
 def get_config():
-    config = defaults("mpo")
-    config.env.name = "cartpole"
-    config.num_envs = 8
-    config.unroll_length = 2
+    dqn = load_config(os.path.join(os.path.dirname(__file__), "anakin_cartpole_dqn.py"))
+    config = with_experiment_of(defaults("mpo"), dqn)
     config.total_steps = 200_000
-    config.network.activation = "relu"
-    config.network.hidden_sizes = (128, 128)
-    config.optimizer.learning_rate = 2.5e-4
-    config.optimizer.max_grad_norm = 10.0
-    config.agent.gamma = 0.98
-    config.agent.buffer_size = 50_000
-    config.agent.min_replay_size = 1_000
-    config.agent.batch_size = 128
-    config.agent.replay_ratio = 2
-    config.agent.target_tau = 0.005
     return config
