@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents.models import cores
+from podracer.agents.models import cores, fused_cells
 
 
 def flax_cell(core: str, size: int) -> nn.RNNCellBase:
@@ -33,7 +33,7 @@ class FlaxCellCore(nn.Module):
 
         def step(cell: nn.Module, carry: Any, inputs: tuple) -> tuple[Any, jnp.ndarray]:
             step_features, step_first = inputs
-            return cell(cores.reset_at_first(carry, fresh, step_first), step_features)
+            return cell(fused_cells.reset_at_first(carry, fresh, step_first), step_features)
 
         scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0)
         return scan(flax_cell(self.core, self.size), state, (features, first))
@@ -106,3 +106,33 @@ def test_the_fused_core_computes_what_flax_cells_do_forward_and_backward(config,
     np.testing.assert_allclose(outputs, expected_outputs, rtol=1e-5, atol=1e-5)
     chex.assert_trees_all_close(final, expected_final, rtol=1e-5, atol=1e-5)
     chex.assert_trees_all_close(grads, expected_grads, rtol=1e-4, atol=1e-4)
+
+
+def test_the_gru_gradient_written_out_is_autodiff_of_the_same_steps_from_any_fresh_state():
+    """`fused_cells.gru_sequence`'s hand-written backward against `jax.grad` of its own steps in a plain scan, with a
+    fresh state that is not zeros, so that what reaches the fresh state through the resets is checked too."""
+    size, steps, envs = 8, 9, 5
+    keys = jax.random.split(jax.random.key(3), 7)
+    hidden_kernel = jax.random.normal(keys[0], (size, 3 * size)) * 0.5
+    hn_bias = jax.random.normal(keys[1], (size,))
+    products = tuple(jax.random.normal(key, (steps, envs, size)) for key in keys[2:5])
+    state, fresh = (jax.random.normal(key, (envs, size)) for key in keys[5:7])
+    first = jax.random.bernoulli(jax.random.key(4), 0.3, (steps, envs)).at[steps // 2].set(True)
+    weights = jax.random.normal(jax.random.key(5), (steps, envs, size))
+
+    def autodiff_steps(hidden_kernel, hn_bias, products, state, fresh, first):
+        def step(h, step_products):
+            new, _ = fused_cells.gru_gates(hidden_kernel, hn_bias, h, step_products)
+            return new, new
+
+        return fused_cells.scan_cell(step, products, state, fresh, first)
+
+    def loss(sequence, *args):
+        final, outputs = sequence(*args, first)
+        return jnp.sum(outputs * weights) + jnp.sum(jnp.sin(final))
+
+    args = (hidden_kernel, hn_bias, products, state, fresh)
+    written_out = jax.grad(lambda *a: loss(fused_cells.gru_sequence, *a), argnums=range(5))(*args)
+    expected = jax.grad(lambda *a: loss(autodiff_steps, *a), argnums=range(5))(*args)
+    chex.assert_trees_all_close(written_out, expected, rtol=1e-5, atol=1e-5)
+    assert float(jnp.max(jnp.abs(written_out[4]))) > 0.1  # The resets pass the fresh state a gradient.

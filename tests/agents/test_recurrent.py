@@ -7,7 +7,7 @@ import pytest
 
 import podracer
 from podracer import agents, envs
-from podracer.agents.models import cores, networks, policy
+from podracer.agents.models import cores, fused_cells, networks, policy
 from podracer.envs.timestep import FIRST, MID, TimeStep
 from tests.helpers import load_config
 
@@ -60,7 +60,7 @@ def test_a_core_resets_each_environment_independently_to_its_initial_state():
     fresh = cores.initial_state("lstm", 3, 4)
     state = jax.tree.map(lambda x: x + 7.0, fresh)
     first = jnp.array([True, False, False, True])
-    reset = cores.reset_at_first(state, fresh, first)
+    reset = fused_cells.reset_at_first(state, fresh, first)
     for leaf in jax.tree.leaves(reset):
         np.testing.assert_array_equal(np.asarray(leaf)[:, 0], [0.0, 7.0, 7.0, 0.0])
 

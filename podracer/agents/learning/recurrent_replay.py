@@ -20,7 +20,7 @@ never acted in; R2D2 instead
 
 A sampled sequence may cross an episode boundary of its buffer row (a LAST
 step followed by the next episode's FIRST): the core restarts at FIRST, as it
-did while acting (`cores.reset_at_first`), so no state crosses into another
+did while acting (`fused_cells.reset_at_first`), so no state crosses into another
 episode, and the LAST -> FIRST step is no transition (`transitions(...).valid`)
 nor does any n-step target look past the LAST (`transitions(...).lambdas`).
 The target network is unrolled over the whole sequence from the same stored

@@ -10,7 +10,7 @@ of the whole sequence taken before the loop.
 
 `Core` runs a cell over a sequence with `lax.scan`, as PureJaxRL's
 `ppo_rnn.py` does: before each step, the state of every environment whose
-timestep is FIRST is replaced by the initial state (`reset_at_first`). Acting
+timestep is FIRST is replaced by the initial state (`fused_cells.reset_at_first`). Acting
 is that same scan over a sequence of one step, so acting and learning reset
 the state at the same steps by construction.
 """
@@ -19,7 +19,6 @@ from typing import Any
 
 import chex
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 
 from podracer.agents.models.fused_cells import CELLS, FLAX_SCOPES
@@ -35,15 +34,6 @@ def initial_state(core: str, size: int, batch_size: int) -> Any:
     return {"none": (), "lstm": (zeros, zeros), "gru": zeros}[core]
 
 
-def reset_at_first(state: Any, fresh: Any, first: chex.Array) -> Any:
-    """`state` (leaves `[B, ...]`), with `fresh` in place of it for the environments where `first` `[B]` is true."""
-
-    def choose(fresh_leaf, leaf):
-        return jnp.where(first.reshape(first.shape + (1,) * (leaf.ndim - 1)), fresh_leaf, leaf)
-
-    return jax.tree.map(choose, fresh, state)
-
-
 class Core(nn.Module):
     """`(state [B, ...], features [T, B, F], first [T, B]) -> (state, outputs [T, B, size])`: a cell over T steps."""
 
@@ -55,10 +45,4 @@ class Core(nn.Module):
         chex.assert_rank([features, first], [3, 2])
         chex.assert_equal_shape_prefix([features, first], 2)
         fresh = initial_state(self.core, self.size, features.shape[1])
-        products, step = CELLS[self.core](self.size, name=FLAX_SCOPES[self.core])(features)
-
-        def reset_and_step(carry: Any, inputs: tuple) -> tuple[Any, jnp.ndarray]:
-            step_products, step_first = inputs
-            return step(reset_at_first(carry, fresh, step_first), step_products)
-
-        return jax.lax.scan(reset_and_step, state, (products, first))
+        return CELLS[self.core](self.size, name=FLAX_SCOPES[self.core])(features)(state, fresh, first)
