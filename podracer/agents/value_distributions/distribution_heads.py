@@ -35,6 +35,7 @@ import jax.numpy as jnp
 
 from podracer.agents.models.layers import dense
 from podracer.agents.models.network_parts import core_features, head_torso, split_leading, torso_features
+from podracer.agents.models.networks import QNetwork
 from podracer.agents.models.policy import mask_illegal
 from podracer.agents.trajectory import merge_leading_dims
 from podracer.agents.value_distributions.distribution_losses import quantile_midpoints
@@ -186,11 +187,11 @@ class DistributionHead(nn.Module):
         return jnp.mean(outputs, axis=-1)
 
 
-class DistributionalQNetwork(nn.Module):
+class DistributionalQNetwork(QNetwork):
     """A `QBody` and a `DistributionHead`: `__call__(state, observation, first) -> (state, q_values [T, B, A])` for
-    acting, `features` and `distribution` for learning (`distributional_dqn.loss`)."""
+    acting, `features` and `distribution` for learning (`distributional_dqn.loss`). `QNetwork`'s fields, and the
+    head's."""
 
-    action_size: int
     kind: str = "categorical"
     num_atoms: int = 51
     v_min: float = -10.0
@@ -199,16 +200,6 @@ class DistributionalQNetwork(nn.Module):
     embedding_size: int = 64
     dueling: bool = False
     noisy_sigma: float = 0.0
-    hidden_sizes: Sequence[int] = (64, 64)
-    activation: str = "relu"
-    torso: str = "mlp"
-    channels: Sequence[int] = (16, 32, 32)
-    num_blocks: int = 2
-    hidden_size: int = 256
-    core: str = "none"
-    core_size: int = 256
-    head_hidden_sizes: Sequence[int] = ()
-    layer_norm: bool = False
 
     def setup(self) -> None:
         self.body = QBody(**{name: getattr(self, name) for name in (*BODY_FIELDS, "layer_norm")})
