@@ -9,7 +9,7 @@ import pytest
 from dm_env import specs
 
 import podracer
-from podracer import agents, envs
+from podracer import agents
 from podracer.agents.agent import Agent
 from podracer.agents.algorithms import ppo
 from podracer.agents.models.networks import ActorCritic
@@ -22,7 +22,7 @@ from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import TimeStep
 from podracer.run.contract import recent_return
 from tests.helpers import load_config
-from tests.programs.coordination_game import CuedCoordination, get_config
+from tests.programs.coordination_game import CuedCoordination, get_config, refused_field
 
 
 def linear_agent(learning_rate: float) -> Agent:
@@ -196,12 +196,7 @@ def test_masked_actions_are_never_chosen():
     ],
 )
 def test_agent_and_environment_must_fit_before_anything_compiles(agent, env_name, kwargs, field):
-    config = get_config()
-    config.agent = podracer.defaults(agent).agent
-    config.env.name = env_name
-    with pytest.raises(ConfigError) as error:
-        agents.registry.check_environment(config, envs.make(env_name, **kwargs))
-    assert error.value.field == field
+    assert refused_field(agent, env_name, **kwargs) == field
 
 
 def test_a_centralised_critic_needs_a_torso_of_its_own():

@@ -15,12 +15,11 @@ from podracer.agents.learning import replay
 from podracer.agents.models import networks
 from podracer.agents.several_agents import mixers, pqn_vdn, value_decomposition
 from podracer.agents.trajectory import Trajectory
-from podracer.config.errors import ConfigError
 from podracer.envs.actions import AGENT_ID, GLOBAL_STATE
 from podracer.envs.multi_agent import LOCAL
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from tests.helpers import load_config
-from tests.programs.coordination_game import get_config
+from tests.programs.coordination_game import get_config, refused_field
 
 N, E, D, A, OBS = 3, 4, 5, 3, 2
 
@@ -173,12 +172,7 @@ def test_pqn_vdn_bootstraps_the_teams_lambda_return_from_the_summed_greedy_value
     ],
 )
 def test_the_agents_and_environment_must_fit_before_anything_compiles(agent, env_name, kwargs, field):
-    config = get_config()
-    config.agent = podracer.defaults(agent).agent
-    config.env.name = env_name
-    with pytest.raises(ConfigError) as error:
-        agents.registry.check_environment(config, envs.make(env_name, **kwargs))
-    assert error.value.field == field
+    assert refused_field(agent, env_name, **kwargs) == field
 
 
 def test_vdn_acts_for_every_agent_and_stores_each_agents_recurrent_state():

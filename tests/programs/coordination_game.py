@@ -19,6 +19,7 @@ import numpy as np
 from dm_env import specs
 
 import podracer
+from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK
 from podracer.envs.multi_agent import GLOBAL_STATE, LOCAL, MultiAgentEnvironment, agent_layout, restart, transition
 
@@ -107,3 +108,16 @@ def get_config():
     config.network.shared_torso = False
     config.optimizer.learning_rate = 3e-3
     return config
+
+
+def refused_field(agent: str, env_name: str, **env_kwargs) -> str:
+    """The field the `ConfigError` names when `agent` (its defaults, on `get_config`'s run) is checked against the
+    environment `env_name` makes with `env_kwargs` (`agents.registry.check_environment`); fails if none is raised."""
+    config = get_config()
+    config.agent = podracer.defaults(agent).agent
+    config.env.name = env_name
+    try:
+        podracer.agents.registry.check_environment(config, podracer.envs.make(env_name, **env_kwargs))
+    except ConfigError as error:
+        return error.field
+    raise AssertionError(f"{agent} on {env_name} was not refused")
