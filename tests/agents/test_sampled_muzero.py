@@ -291,3 +291,16 @@ def test_sampled_muzero_learns_to_swing_pendulum_up(learning):
     at -1,089."""
     result = podracer.train(load_config("anakin_pendulum_sampled_muzero", seed=learning.seed, total_steps=64_000))
     learning.check(podracer.recent_return(result.history, episodes=32))
+
+
+@pytest.mark.slow  # About 30 s here: the search compiled for the actor device, the unrolled loss for the learner's.
+def test_sampled_muzero_trains_on_sebulba_from_gymnasiums_pendulum_on_the_host():
+    """The Sebulba config, shortened: an actor thread steps Gymnasium's Pendulum on the host and searches over
+    sampled torques on its device; once the learner's buffer holds enough, every record has finite losses from
+    the sampled policy loss. Its learning is the Anakin config's (the test above), as its model and search are."""
+    fields = {"agent.min_replay_size": 512, "agent.replay_ratio": 2, "log_every_updates": 2}
+    history = podracer.train(load_config("sebulba_pendulum_sampled_muzero", fields, total_steps=16 * 8 * 12)).history
+    learned = [record for record in history if record["loss"] > 0]
+    assert len(learned) >= 4, history
+    assert all(np.isfinite([record["loss"], record["policy_loss"]]).all() for record in learned)
+    assert history[-1]["step"] == 16 * 8 * 12
