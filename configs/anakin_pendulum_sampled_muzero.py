@@ -11,11 +11,12 @@ its 128 steps to the buffer and takes 32 gradient steps on batches of 64
 sequences (one per 4 environment steps). Needs the gymnax extra:
 pip install -e '.[gymnax]'.
 
-Seeds 0-4 end the 80,000 steps at -183, -189, -209, -594 and -286 over the
-last 100 episodes (a uniformly random policy: -1,200): seed 3 and 4 take off
-later (docs/benchmarks.md). Tuned on seed 0 at 64,000 steps: pUCT, gamma 0.99
-and 16 gradient steps per update ended at -911; Gumbel search and gamma 0.97,
--718; then 32 gradient steps per update, -219.
+Seeds 0-4 end the 160,000 steps at -152, -172, -162, -224 and -177 over the
+last 100 episodes (a uniformly random policy: -1,200); at 80,000 steps seeds 3
+and 4, which take off later, were still at -594 and -286 (docs/benchmarks.md).
+Tuned on seed 0 at 64,000 steps: pUCT, gamma 0.99 and 16 gradient steps per
+update ended at -911; Gumbel search and gamma 0.97, -718; then 32 gradient
+steps per update, -219.
 """
 
 from podracer import defaults
@@ -26,7 +27,7 @@ def get_config():
     config.env.name = "gymnax:Pendulum-v1"
     config.num_envs = 16
     config.unroll_length = 8
-    config.total_steps = 80_000  # 625 updates of 16 x 8 steps: 25 episodes of each environment.
+    config.total_steps = 160_000  # 1,250 updates of 16 x 8 steps: 50 episodes of each environment.
     config.network.activation = "relu"
     config.network.hidden_sizes = (64,)
     config.network.hidden_size = 64

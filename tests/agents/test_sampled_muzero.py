@@ -284,7 +284,7 @@ def test_gradient_step_on_one_batch_is_the_same_on_8_devices_as_on_1():
 @pytest.mark.default_compile  # Search mostly runs, not compiles.
 @pytest.mark.learning("last 32 episodes", at_least=-900, random=-1200)
 def test_sampled_muzero_learns_to_swing_pendulum_up(learning):
-    """The config's first 64,000 steps (500 of its 625 updates): seeds 0-4 end their last 32 episodes (the last
+    """The config's first 64,000 steps (500 of its 1,250 updates): seeds 0-4 end their last 32 episodes (the last
     two of each environment) at -173 to -235 (docs/testing.md); a uniformly random policy scores -1,200. The
     command line's runs of the same seeds, rounded otherwise, were slower to take off: -180 to -731 over their
     last 32 episodes at 64,000 steps (docs/benchmarks.md's runs), so the bound is -900; 44,800 steps left one
