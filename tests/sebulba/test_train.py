@@ -172,7 +172,8 @@ def test_learns_envpool_cartpole(name, learning):
     learning.check(podracer.recent_return(podracer.train(load_config(name, seed=learning.seed)).history))
 
 
-@pytest.mark.slow  # Mostly compilation: 4 minutes on the 2-core host shared with three other runs.
+@pytest.mark.slow
+@pytest.mark.default_compile  # 768 gradient steps mostly run: 145 s here at -O0 with other runs sharing the host.
 def test_iqn_learns_from_the_learner_side_buffer_through_its_sampled_quantiles():
     """Sebulba's IQN config: the actor threads' steps reach the learner's buffer, and once it holds enough every
     update takes sampled quantile losses, finite, while epsilon decays (its learning on Anakin is
