@@ -73,11 +73,14 @@ SESSION_XLA_FLAGS = ["--xla_force_host_platform_device_count=2", "--xla_llvm_dis
 # compiles quickly: LLVM at -O0 and XLA:CPU's older loop emitters. On the AVX2 host, interleaved: the tests not marked
 # slow 351 s -> 207 s, the slow ones 3,705 -> 3,029 test-seconds (those that mostly run, not compile, slower: MuZero's
 # Sebulba test 97 -> 192 s). What changes is float rounding, as another seed would: the learning tests' thresholds hold
-# for any seed (docs/testing.md). The few claims that hold only for XLA's default build, bitwise equality of two
-# programs built differently, run in a child session without these flags (`tests/default_compile.py`).
-QUICK_COMPILE_FLAGS = ["--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"]
+# for any seed (docs/testing.md). The few claims that hold only for XLA's own emitters, bitwise equality of two
+# programs built differently, run in a child session without the older emitters, at -O0 (`tests/default_compile.py`).
+LLVM_UNOPTIMISED_FLAGS = ["--xla_backend_optimization_level=0"]
+QUICK_COMPILE_FLAGS = [*LLVM_UNOPTIMISED_FLAGS, "--xla_cpu_use_fusion_emitters=false"]
 if not default_compile.IN_CHILD:
     SESSION_XLA_FLAGS += QUICK_COMPILE_FLAGS
+elif default_compile.LLVM_UNOPTIMISED:
+    SESSION_XLA_FLAGS += LLVM_UNOPTIMISED_FLAGS
 # On x86, XLA:CPU's code is limited to AVX2, the widest ISA every host of the CI machine has: its AVX-512 code rounds
 # differently, so without the limit a run's floats, and so its learning curve, would depend on which host ran it.
 PINNED_ISA = "AVX2"

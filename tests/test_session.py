@@ -1,6 +1,10 @@
-"""The test session's own rules (`tests/conftest.py`): which files `make test-fast` leaves unimported."""
+"""The test session's own rules (`tests/conftest.py`): which files `make test-fast` leaves unimported, and how each
+kind of session compiles (`tests/default_compile.py`)."""
 
+import os
 import pathlib
+
+import pytest
 
 from tests import conftest
 
@@ -41,3 +45,23 @@ def test_only_files_marked_slow_as_a_whole_are_left_unimported_and_only_without_
         assert "\npytestmark = pytest.mark.slow" in (TESTS / path).read_text(), path
     for expression in ("", "slow", "learning", "not learning"):
         assert left_unimported(expression) == set(), expression
+
+
+def xla_flags() -> set[str]:
+    return set(os.environ["XLA_FLAGS"].split())
+
+
+def test_the_session_compiles_quickly_with_the_older_emitters_at_llvm_o0():
+    assert set(conftest.QUICK_COMPILE_FLAGS) <= xla_flags()
+
+
+@pytest.mark.default_compile
+def test_a_default_compile_child_builds_what_users_run():
+    assert not set(conftest.QUICK_COMPILE_FLAGS) & xla_flags()
+
+
+@pytest.mark.default_compile(llvm_optimised=False)
+def test_a_child_for_bitwise_claims_keeps_llvm_at_o0_with_xlas_own_emitters():
+    flags = xla_flags()
+    assert set(conftest.LLVM_UNOPTIMISED_FLAGS) <= flags
+    assert not (set(conftest.QUICK_COMPILE_FLAGS) - set(conftest.LLVM_UNOPTIMISED_FLAGS)) & flags
