@@ -12,7 +12,7 @@ from podracer.agents.models import networks
 from podracer.agents.trajectory import transitions
 from podracer.agents.value_distributions import distribution_losses as losses
 from podracer.agents.value_distributions import distributional_dqn
-from podracer.agents.value_distributions.distribution_heads import DistributionalQNetwork, NoisyDense
+from podracer.agents.value_distributions.distribution_heads import DistributionalQNetwork, NoisyDense, cos_pi
 from podracer.envs.timestep import LAST
 from tests import references as ref
 from tests.helpers import last_json_line, run_module
@@ -203,6 +203,14 @@ def test_iqn_samples_fractions_from_its_key_and_its_quantiles_are_a_function_of_
     assert first.taus.shape == (1, 5, 6) and np.all((first.taus > 0) & (first.taus < 1))
     assert not np.allclose(first.taus, other.taus)
     np.testing.assert_allclose(outputs(params, observation, False).taus[0, 0], [0.125, 0.375, 0.625, 0.875])
+
+
+def test_iqns_cosines_are_numpys_over_every_fraction_times_index_the_embedding_takes():
+    """cos(pi x) for x = i tau, i < 64 and tau in [0, 1] (with negatives, whole and half numbers, where the
+    reductions switch branches): within float32's rounding of NumPy's float64 cosine of the same float32 x."""
+    x = np.concatenate([np.linspace(-3, 64, 200_001), np.arange(-4, 65, 0.5)]).astype(np.float32)
+    expected = np.cos(np.pi * x.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(jax.jit(cos_pi)(x)), expected, rtol=0, atol=3e-7)
 
 
 def test_dueling_streams_give_each_atom_a_shared_value_and_advantages_that_average_to_zero():

@@ -25,6 +25,7 @@ and core once (`features`) and applies the head where it needs it
 means for the double-Q choice.
 """
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -59,6 +60,29 @@ def categorical_support(num_atoms: int, v_min: float, v_max: float) -> chex.Arra
     return jnp.linspace(v_min, v_max, num_atoms, dtype=jnp.float32)
 
 
+# cos(theta) = sum_k (-1)^k theta^2k / (2k)!, to theta^12: within 7e-9 of cos on [0, pi/2], below float32's rounding.
+_COSINE_TAYLOR = tuple((-1) ** k / math.factorial(2 * k) for k in range(7))
+
+
+def cos_pi(x: jnp.ndarray) -> jnp.ndarray:
+    """cos(pi x), elementwise, by arithmetic alone: XLA:CPU calls a scalar cosine for each element of `jnp.cos`.
+
+    x is reduced to r in [-1, 1] (cos(pi x) has period 2), then to |r| or 1 - |r| in [0, 1/2] (cos(pi (1 - a)) =
+    -cos(pi a)), where a Taylor polynomial in (pi b)^2 needs seven terms. The result is within 2e-7 of float64's
+    cos(pi x) for x up to 64; reducing x before multiplying by pi, it is also closer than `jnp.cos(pi * x)`, which
+    rounds pi x first (IQN's i tau against float64's: 6e-6 and 2e-5). On the 2-core AVX2 host, for IQN's
+    [768, 64] embeddings: 118 us against 294 us for `jnp.cos`; IQN's CartPole learning test, 30 s against 40.
+    """
+    r = x - 2.0 * jnp.floor(0.5 * x + 0.5)
+    a = jnp.abs(r)
+    far = a > 0.5
+    theta_squared = jnp.square(jnp.pi * jnp.where(far, 1.0 - a, a))
+    polynomial = _COSINE_TAYLOR[-1]
+    for coefficient in _COSINE_TAYLOR[-2::-1]:
+        polynomial = polynomial * theta_squared + coefficient
+    return jnp.where(far, -polynomial, polynomial)
+
+
 class CosineEmbedding(nn.Module):
     """phi(tau) `[..., features]` = ReLU(cos(pi i tau) W + b), i = 0..n-1 (Dabney et al. 2018b, eq. 4)."""
 
@@ -67,7 +91,7 @@ class CosineEmbedding(nn.Module):
 
     @nn.compact
     def __call__(self, taus: jnp.ndarray) -> jnp.ndarray:
-        cosines = jnp.cos(jnp.pi * jnp.arange(self.embedding_size, dtype=jnp.float32) * taus[..., None])
+        cosines = cos_pi(jnp.arange(self.embedding_size, dtype=jnp.float32) * taus[..., None])
         return nn.relu(dense(self.features, jnp.sqrt(2.0))(cosines))
 
 
