@@ -55,11 +55,13 @@ def test_the_session_compiles_quickly_with_the_older_emitters_at_llvm_o0():
     assert set(conftest.QUICK_COMPILE_FLAGS) <= xla_flags()
 
 
+@pytest.mark.slow  # A child pytest of its own: about 3 s, left to `make test`.
 @pytest.mark.default_compile
 def test_a_default_compile_child_builds_what_users_run():
     assert not set(conftest.QUICK_COMPILE_FLAGS) & xla_flags()
 
 
+@pytest.mark.slow  # A child pytest of its own: about 3 s, left to `make test`.
 @pytest.mark.default_compile(llvm_optimised=False)
 def test_a_child_for_bitwise_claims_keeps_llvm_at_o0_with_xlas_own_emitters():
     flags = xla_flags()
