@@ -76,7 +76,8 @@ SESSION_XLA_FLAGS = ["--xla_force_host_platform_device_count=2", "--xla_llvm_dis
 # for any seed (docs/testing.md). The few claims that hold only for XLA's own emitters, bitwise equality of two
 # programs built differently, run in a child session without the older emitters, at -O0 (`tests/default_compile.py`).
 LLVM_UNOPTIMISED_FLAGS = ["--xla_backend_optimization_level=0"]
-QUICK_COMPILE_FLAGS = [*LLVM_UNOPTIMISED_FLAGS, "--xla_cpu_use_fusion_emitters=false"]
+OLDER_EMITTER_FLAGS = ["--xla_cpu_use_fusion_emitters=false"]
+QUICK_COMPILE_FLAGS = [*LLVM_UNOPTIMISED_FLAGS, *OLDER_EMITTER_FLAGS]
 if not default_compile.IN_CHILD:
     SESSION_XLA_FLAGS += QUICK_COMPILE_FLAGS
 elif default_compile.LLVM_UNOPTIMISED:
