@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CONFIG ?= configs/anakin_catch.py
 WORKDIR ?= runs/$(notdir $(basename $(CONFIG)))
 
-.PHONY: run test test-fast test-seeds lint docs format bench clean
+.PHONY: run test test-fast test-extended test-seeds lint docs format bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,10 +43,15 @@ run: $(VENV)/.installed
 # minutes while the other works through its chunk (simulated from a run's durations: 1,579 s against 1,443).
 XDIST := -n 2 --dist load --maxschedchunk 1
 
-# The whole suite, learning tests included, after the lint and format checks and the docs' strict build; the slowest
-# 15 tests are listed at the end (docs/testing.md has the budget).
+# The whole suite, learning tests included, but the tests marked `extended` (a second proof of what another test in it
+# proves: docs/testing.md lists each, and what stands for it), after the lint and format checks and the docs' strict
+# build; the slowest 15 tests are listed at the end (docs/testing.md has the budget).
 test: lint docs
-	$(BIN)/python -m pytest $(XDIST) --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "not extended" --durations=15 $(PYTEST_ARGS)
+
+# The tests `make test` leaves out: about 9 minutes of test time, 5 on the two cores.
+test-extended: $(VENV)/.installed-test
+	$(BIN)/python -m pytest $(XDIST) -m extended $(PYTEST_ARGS)
 
 # Everything but the tests marked slow (learning tests, big compiles), for quick loops: after the lint and format
 # checks, but not the docs' build (`make docs`, 18 s of its 3-minute budget on the AVX2 host; `make test` builds them).

@@ -10,7 +10,8 @@ not for the one the suite happens to run. Each learning test therefore
 * takes the `learning` fixture: `learning.seed` is the seed to train with, and `learning.check(value)` (or
   `learning.check(value, "metric")` where a test has several) records the value and asserts its threshold.
 
-`make test` runs every learning test once, with seed 0. `make test-seeds` runs them over `--learning-seeds` (0-4 by
+`make test` runs every learning test once, with seed 0, but those marked `extended` (`make test-extended`
+runs them). `make test-seeds` runs them over `--learning-seeds` (0-4 by
 default), and the summary at the end of either prints each metric against its threshold: the worst seed and its
 margin. The thresholds, the measured seeds and the random policy's scores are tabled in docs/testing.md, which a
 test keeps in step with these markers.

@@ -95,7 +95,8 @@ META = "configs/anakin_lpg_gridworlds.py"
 META_TINY = {**TINY_META_TRAINING, "meta.updates": 4}
 
 
-@pytest.mark.slow  # Meta-trains, then trains with the rule, each a fresh process compiling afresh: about 40 s.
+@pytest.mark.slow
+@pytest.mark.extended  # Meta-trains, then trains with the rule, each a fresh process compiling afresh: about 40 s.
 def test_meta_train_then_train_with_its_rule_in_a_users_environment(tmp_path):
     """`podracer meta-train` writes its rule, and `podracer train` of the learned-rule config trains with it, each in
     a user's environment (as the first test's commands)."""

@@ -80,6 +80,27 @@ def test_the_python_examples_run(page, tmp_path):
     assert result.returncode == 0, f"{page}: an example failed\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
 
+@pytest.mark.slow  # Collects the files that mark tests extended in a fresh pytest: about 5 s.
+def test_the_table_of_tests_left_to_make_test_extended_lists_every_test_so_marked():
+    """docs/testing.md's table of what `make test` leaves out: one row for each test marked `extended`, so that no
+    test can leave `make test` without the page saying what proves its claim there instead."""
+    files = sorted(
+        path.relative_to(REPOSITORY).as_posix()
+        for path in (REPOSITORY / "tests").rglob("test_*.py")
+        if "pytest.mark.extended" in path.read_text()
+    )
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "extended"]
+    result = subprocess.run(command + files, cwd=REPOSITORY, capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    marked = sorted(line for line in result.stdout.splitlines() if "::" in line)
+    lines = (REPOSITORY / "docs" / "testing.md").read_text().splitlines()
+    header = lines.index("| test | what `make test` runs in its place |")
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[header + 2 :]))
+    documented = sorted(row.split(" | ")[0].strip("| `") for row in rows)
+    assert len(marked) > 10 and documented == marked
+    assert all(row.split(" | ")[1].strip(" |") for row in rows)
+
+
 @pytest.mark.slow  # Collects the learning tests in a fresh pytest: about 5 s.
 def test_the_learning_tests_table_has_a_row_for_every_metric_a_learning_test_declares():
     """docs/testing.md's table of learning tests: each metric's test, bound and random score as its `learning` marker

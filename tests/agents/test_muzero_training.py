@@ -10,6 +10,7 @@ from tests.helpers import last_json_line, load_config, run_module
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # Search mostly runs: 65-72 s here, not 93 at -O0.
 @pytest.mark.learning("last 100 episodes", at_least=0.8, random=-0.6)
 def test_muzero_learns_catch_on_anakin(learning):
@@ -21,6 +22,7 @@ def test_muzero_learns_catch_on_anakin(learning):
 
 
 @pytest.mark.slow  # About 65 s alone here.
+@pytest.mark.extended
 @pytest.mark.default_compile  # Search mostly runs, not compiles: 97 s here, not 192 at -O0 (at 81,920 steps).
 @pytest.mark.learning("last 100 episodes", at_least=120, random=22)
 def test_muzero_learns_cartpole_on_sebulba(learning):

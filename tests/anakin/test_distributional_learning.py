@@ -15,8 +15,12 @@ SMALL_IQN = {"agent.num_atoms": 8, "agent.acting_quantiles": 8}
 @pytest.mark.learning("last 100 episodes", at_least=75, random=22)
 @pytest.mark.parametrize(
     "name, fields",
-    [("c51", {}), ("qr_dqn", {}), ("iqn", SMALL_IQN), ("iqn", {**SMALL_IQN, "agent.munchausen": True})],
-    ids=["c51", "qr_dqn", "iqn", "munchausen_iqn"],
+    [
+        pytest.param("c51", {}, id="c51", marks=pytest.mark.extended),
+        pytest.param("qr_dqn", {}, id="qr_dqn", marks=pytest.mark.extended),
+        pytest.param("iqn", SMALL_IQN, id="iqn"),
+        pytest.param("iqn", {**SMALL_IQN, "agent.munchausen": True}, id="munchausen_iqn", marks=pytest.mark.extended),
+    ],
 )
 def test_a_distributional_agent_learns_cartpole(learning, name, fields):
     """20-60 s each on the host shared with other runs (random: 22). Seeds 0-4 scored 229-310 (C51), 116-252

@@ -18,6 +18,7 @@ from tests.helpers import load_config
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # 44 CPU seconds here, not 54 at -O0.
 @pytest.mark.learning("last 100 episodes", at_least=0.9, random=0.12)
 def test_ppo_walks_straight_to_the_goal_of_xminigrid_empty_8x8(learning):
@@ -27,6 +28,7 @@ def test_ppo_walks_straight_to_the_goal_of_xminigrid_empty_8x8(learning):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # 2048's steps are a third of its cost, slower at -O0: 63 s here, not 83.
 @pytest.mark.learning("last 100 games", at_least=1_300, random=1_097)
 def test_ppo_on_pgx_2048_beats_a_random_legal_policy(learning):
@@ -39,6 +41,7 @@ def test_ppo_on_pgx_2048_beats_a_random_legal_policy(learning):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # MJX's physics runs slowly at -O0.
 @pytest.mark.learning("last 100 episodes", at_least=700, random=355)
 def test_ppo_balances_playground_cartpole(learning):

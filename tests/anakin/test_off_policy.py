@@ -13,7 +13,7 @@ from tests.helpers import load_config
 
 @pytest.mark.slow  # One compile, then 89,600 steps, and the last 6,400 again from a checkpoint.
 @pytest.mark.default_compile  # Mostly runs: 61 CPU seconds here for the two, not 78 at -O0.
-@pytest.mark.parametrize("name", ["sac", "td3"])
+@pytest.mark.parametrize("name", ["sac", pytest.param("td3", marks=pytest.mark.extended)])
 @pytest.mark.learning("last 100 episodes", at_least=-250, random=-1_237)
 def test_learns_pendulum_and_a_run_resumed_from_its_checkpoint_ends_bitwise_where_it_did(
     tmp_path, capfd, name, learning

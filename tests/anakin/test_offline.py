@@ -101,6 +101,7 @@ def test_a_run_resumed_from_its_checkpoint_ends_bitwise_where_it_did(tmp_path, d
 
 
 @pytest.mark.slow  # 16-27 s: two members in one program and each alone, compiled in a child session.
+@pytest.mark.extended
 @pytest.mark.default_compile(llvm_optimised=False)  # Two programs compute bitwise alike with XLA's own emitters.
 def test_a_population_of_seeds_is_one_program_whose_members_are_their_own_runs(datasets):
     """Two seeds of IQL in one program, one member at a time: each member's learner state is its run's, bitwise."""

@@ -35,6 +35,7 @@ def _episode_returns(env_name: str, choose_action, steps: int, seed: int = 123) 
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # Mostly runs: 31 s here, not 54 at -O0.
 @pytest.mark.learning("greedy mean return", at_least=-190, random=-1_237)
 def test_ppo_on_pendulum_matches_the_published_ppo_result(learning):

@@ -27,6 +27,7 @@ def test_actor_critic_learns_catch(learning):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.learning("last 100 episodes", at_least=0.9, random=-0.6)
 def test_actor_critic_learns_nested_catch(learning):
     config = load_config("anakin_catch", {"env.name": "nested_catch"}, total_steps=800_000, seed=learning.seed)
@@ -44,6 +45,7 @@ def test_ppo_learns_cartpole_with_cleanrl_hyperparameters(learning):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # Mostly runs: 29 CPU seconds here, not 48 at -O0.
 @pytest.mark.learning("last 100 episodes", at_least=0.95, random=0.19)
 @pytest.mark.learning("last record's mean episode length", at_most=20)

@@ -27,6 +27,7 @@ def test_sac_trains_from_envpool_halfcheetah_on_the_learner_devices_buffer():
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # Mostly runs: 59-77 s here (its own child session), 176 s at -O0.
 @pytest.mark.learning("last 100 episodes", at_least=-300, random=-1225)
 def test_sac_learns_envpool_pendulum(learning):

@@ -161,7 +161,7 @@ def test_pong_impala_runs_a_few_updates():
 @pytest.mark.parametrize(
     "name",
     [
-        "sebulba_cartpole_impala",
+        pytest.param("sebulba_cartpole_impala", marks=pytest.mark.extended),
         pytest.param("sebulba_cartpole_ppo", marks=pytest.mark.default_compile),
         "sebulba_cartpole_vmpo",
     ],
@@ -187,6 +187,7 @@ def test_iqn_learns_from_the_learner_side_buffer_through_its_sampled_quantiles()
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.default_compile  # Mostly runs: 63 s here, not 73 at -O0 (at 102,400 steps).
 @pytest.mark.learning("last 100 episodes", at_least=100, random=22)
 def test_dqn_learns_cartpole_from_its_learner_side_buffer(learning):
