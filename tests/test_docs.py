@@ -80,48 +80,47 @@ def test_the_python_examples_run(page, tmp_path):
     assert result.returncode == 0, f"{page}: an example failed\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
 
+def collect_marked(marker: str, text: str, *options: str) -> str:
+    """`pytest --collect-only -q -m marker` in a fresh process, over the test files whose source holds `text`: what it
+    prints."""
+    files = sorted(
+        path.relative_to(REPOSITORY).as_posix()
+        for path in (REPOSITORY / "tests").rglob("test_*.py")
+        if text in path.read_text()
+    )
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marker]
+    result = subprocess.run(
+        [*command, *options, *files], cwd=REPOSITORY, capture_output=True, text=True, timeout=HANG_SECONDS
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def testing_page_rows(header: str) -> list[list[str]]:
+    """The cells of each row of docs/testing.md's table whose header line starts with `header`."""
+    lines = (REPOSITORY / "docs" / "testing.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2 :])
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
 @pytest.mark.slow  # Collects the files that mark tests extended in a fresh pytest: about 5 s.
 def test_the_table_of_tests_left_to_make_test_extended_lists_every_test_so_marked():
     """docs/testing.md's table of what `make test` leaves out: one row for each test marked `extended`, so that no
     test can leave `make test` without the page saying what proves its claim there instead."""
-    files = sorted(
-        path.relative_to(REPOSITORY).as_posix()
-        for path in (REPOSITORY / "tests").rglob("test_*.py")
-        if "pytest.mark.extended" in path.read_text()
-    )
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "extended"]
-    result = subprocess.run(command + files, cwd=REPOSITORY, capture_output=True, text=True, timeout=HANG_SECONDS)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    marked = sorted(line for line in result.stdout.splitlines() if "::" in line)
-    lines = (REPOSITORY / "docs" / "testing.md").read_text().splitlines()
-    header = lines.index("| test | what `make test` runs in its place |")
-    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[header + 2 :]))
-    documented = sorted(row.split(" | ")[0].strip("| `") for row in rows)
+    output = collect_marked("extended", "pytest.mark.extended")
+    marked = sorted(line for line in output.splitlines() if "::" in line)
+    rows = testing_page_rows("| test | what `make test` runs in its place |")
+    documented = sorted(test.strip("`") for test, _ in rows)
     assert len(marked) > 10 and documented == marked
-    assert all(row.split(" | ")[1].strip(" |") for row in rows)
+    assert all(in_its_place for _, in_its_place in rows)
 
 
 @pytest.mark.slow  # Collects the learning tests in a fresh pytest: about 5 s.
 def test_the_learning_tests_table_has_a_row_for_every_metric_a_learning_test_declares():
     """docs/testing.md's table of learning tests: each metric's test, bound and random score as its `learning` marker
     declares them (`tests/learning.py`), so a new learning test or a changed threshold cannot be left out."""
-    files = sorted(
-        path.relative_to(REPOSITORY).as_posix()
-        for path in (REPOSITORY / "tests").rglob("test_*.py")
-        if "pytest.mark.learning(" in path.read_text()
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "learning"]
-        + ["--learning-declared", *files],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        timeout=HANG_SECONDS,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    declared = sorted(json.loads(line) for line in result.stdout.splitlines() if line.startswith("["))
-    lines = (REPOSITORY / "docs" / "testing.md").read_text().splitlines()
-    header = next(i for i, line in enumerate(lines) if line.startswith("| test | metric | threshold | random |"))
-    rows = itertools.takewhile(lambda line: line.startswith("|"), lines[header + 2 :])
-    documented = sorted([cell.strip() for cell in row.strip("|").split(" | ")][:4] for row in rows)
+    output = collect_marked("learning", "pytest.mark.learning(", "--learning-declared")
+    declared = sorted(json.loads(line) for line in output.splitlines() if line.startswith("["))
+    documented = sorted(row[:4] for row in testing_page_rows("| test | metric | threshold | random |"))
     assert len(declared) > 30 and documented == declared
