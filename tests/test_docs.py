@@ -96,7 +96,7 @@ def collect_marked(marker: str, text: str, *options: str) -> str:
     return result.stdout
 
 
-def testing_page_rows(header: str) -> list[list[str]]:
+def rows_of_testing_page(header: str) -> list[list[str]]:
     """The cells of each row of docs/testing.md's table whose header line starts with `header`."""
     lines = (REPOSITORY / "docs" / "testing.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
@@ -110,7 +110,7 @@ def test_the_table_of_tests_left_to_make_test_extended_lists_every_test_so_marke
     test can leave `make test` without the page saying what proves its claim there instead."""
     output = collect_marked("extended", "pytest.mark.extended")
     marked = sorted(line for line in output.splitlines() if "::" in line)
-    rows = testing_page_rows("| test | what `make test` runs in its place |")
+    rows = rows_of_testing_page("| test | what `make test` runs in its place |")
     documented = sorted(test.strip("`") for test, _ in rows)
     assert len(marked) > 10 and documented == marked
     assert all(in_its_place for _, in_its_place in rows)
@@ -122,5 +122,5 @@ def test_the_learning_tests_table_has_a_row_for_every_metric_a_learning_test_dec
     declares them (`tests/learning.py`), so a new learning test or a changed threshold cannot be left out."""
     output = collect_marked("learning", "pytest.mark.learning(", "--learning-declared")
     declared = sorted(json.loads(line) for line in output.splitlines() if line.startswith("["))
-    documented = sorted(row[:4] for row in testing_page_rows("| test | metric | threshold | random |"))
+    documented = sorted(row[:4] for row in rows_of_testing_page("| test | metric | threshold | random |"))
     assert len(declared) > 30 and documented == declared
