@@ -19,6 +19,8 @@ from podracer.offline import minari_files
 from tests.helpers import last_json_line, load_config, run_module
 from tests.offline.datasets import record
 
+pytestmark = pytest.mark.xdist_group("offline")  # One worker makes the datasets the tests share (the Makefile's XDIST).
+
 
 def cartpole_expert(observation: np.ndarray, rng) -> np.ndarray:
     """Push the way the pole is falling: theta + 0.5 theta' > 0 pushes right. Scores 500, the most CartPole gives."""
@@ -83,7 +85,15 @@ def test_cql_learns_cartpole_from_an_expert_alone_where_its_regulariser_is_what_
 
 
 @pytest.mark.slow  # Four agents, each compiled twice (its resumed run's program is another process's in practice).
-@pytest.mark.parametrize("agent", ["iql", "td3_bc", "rebrac", "cql"])
+@pytest.mark.parametrize(
+    "agent",
+    [  # The checkpoint is the learner state's whole pytree, whatever the agent: CQL's resume stands for the others.
+        pytest.param("iql", marks=pytest.mark.extended),
+        pytest.param("td3_bc", marks=pytest.mark.extended),
+        pytest.param("rebrac", marks=pytest.mark.extended),
+        "cql",
+    ],
+)
 def test_a_run_resumed_from_its_checkpoint_ends_bitwise_where_it_did(tmp_path, datasets, agent):
     """40 gradient steps, a checkpoint at 20: resumed from it in a copy of the workdir, the run ends on the same
     parameters, optimiser states and targets, bit for bit (the dataset is not in the checkpoint: it is read again)."""

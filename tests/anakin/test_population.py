@@ -13,6 +13,10 @@ from podracer.config.errors import ConfigError
 from podracer.plot import read_metrics
 from tests.helpers import load_config
 
+pytestmark = pytest.mark.xdist_group(
+    "population"
+)  # One worker makes the members run alone that the tests share (the Makefile's XDIST).
+
 TIMING = ("wall_seconds", "steps_per_second", "compile_seconds")
 
 
@@ -94,7 +98,8 @@ def assert_members_logged_and_summarised(result, workdir, members):
 @pytest.mark.parametrize(
     ("name", "fields", "varied"),
     [
-        ("anakin_catch", CATCH_CLIPPED, first_members(2)),
+        # The actor-critic's population: DQN's below holds all it checks and replay besides.
+        pytest.param("anakin_catch", CATCH_CLIPPED, first_members(2), marks=pytest.mark.extended),
         (  # Replay buffers (one per device), a target network and epsilon: learning starts mid-run.
             "anakin_cartpole_dqn",
             {"updates_per_dispatch": 20, "total_steps": 8 * 2 * 20 * 3, "agent.min_replay_size": 400},
