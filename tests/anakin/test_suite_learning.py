@@ -59,8 +59,9 @@ def test_ppo_on_pendulum_matches_the_published_ppo_result(learning):
 
 
 @pytest.mark.slow
-@pytest.mark.learning("last 100 episodes", at_least=5.0, random=0.41)
+@pytest.mark.learning("last 100 episodes", at_least=4.0, random=0.41)
 def test_ppo_on_minatar_breakout_clearly_beats_a_random_policy(learning):
-    """300K steps of the shipped config (PureJaxRL's MinAtar settings)."""
-    fields = {"total_steps": 327_680, "updates_per_dispatch": 10, "seed": learning.seed}
+    """200K steps of the shipped config (PureJaxRL's MinAtar settings): seeds 0-4 score 5.7-6.9, ten times and more
+    what a random policy scores (at 330K steps, 11.5-13.7)."""
+    fields = {"total_steps": 196_608, "updates_per_dispatch": 6, "seed": learning.seed}
     learning.check(podracer.recent_return(podracer.train(load_config("anakin_minatar_breakout_ppo", fields)).history))
