@@ -38,12 +38,10 @@ $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/podracer train --config $(CONFIG) --workdir $(WORKDIR)
 
-# Two pytest-xdist workers for the two cores, each holding at most three tests ahead (the slow ones run first), so that
-# the suite ends on short tests with both workers busy: xdist's plain `load` hands each worker a quarter of its share
-# up front, and one worker then ended the suite alone for minutes (simulated from a run's durations: 1,579 s against
-# 1,443). The files marked `xdist_group` go whole to one worker, which builds their shared module fixture (a
-# compiled rollout, recorded datasets) once instead of on both workers at the same time.
-XDIST := -n 2 --dist loadgroup
+# Two pytest-xdist workers for the two cores, each handed one test at a time as it finishes the last: xdist's default
+# hands each worker a quarter of its share up front, and the slow tests (run first) then end with one worker idle for
+# minutes while the other works through its chunk (simulated from a run's durations: 1,579 s against 1,443).
+XDIST := -n 2 --dist load --maxschedchunk 1
 
 # The whole suite, learning tests included, but the tests marked `extended` (a second proof of what another test in it
 # proves: docs/testing.md lists each, and what stands for it), after the lint and format checks and the docs' strict

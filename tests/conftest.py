@@ -192,9 +192,9 @@ def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None
 
 
 def pytest_collection_modifyitems(items: list) -> None:
-    """Runs the slow tests first (otherwise in the order collected), so that the workers, each holding at most three
-    tests ahead (the Makefile's `XDIST`), share them from the start and finish together on short tests, instead of
-    one worker ending the suite alone in a long test.
+    """Runs the slow tests first (otherwise in the order collected), so that the workers, handed one test at a time
+    (`--maxschedchunk 1`, the Makefile's `XDIST`), share them from the start and finish together on short tests,
+    instead of one worker ending the suite alone in a long test.
 
     A test marked `extended` (left to `make test-extended`) must be marked slow too, so that `make test-fast`, which
     deselects the slow tests alone, leaves it out as `make test` does."""

@@ -19,8 +19,6 @@ from podracer.offline import minari_files
 from tests.helpers import last_json_line, load_config, run_module
 from tests.offline.datasets import record
 
-pytestmark = pytest.mark.xdist_group("offline")  # One worker makes the datasets the tests share (the Makefile's XDIST).
-
 
 def cartpole_expert(observation: np.ndarray, rng) -> np.ndarray:
     """Push the way the pole is falling: theta + 0.5 theta' > 0 pushes right. Scores 500, the most CartPole gives."""

@@ -13,10 +13,6 @@ from podracer.config.errors import ConfigError
 from podracer.plot import read_metrics
 from tests.helpers import load_config
 
-pytestmark = pytest.mark.xdist_group(
-    "population"
-)  # One worker makes the members run alone that the tests share (the Makefile's XDIST).
-
 TIMING = ("wall_seconds", "steps_per_second", "compile_seconds")
 
 

@@ -19,8 +19,6 @@ from podracer.envs import FIRST, LAST, MID
 from podracer.envs.suites import craftax_env
 
 pytestmark = pytest.mark.slow  # The whole file: see conftest.py.
-# The tests of the `classic` fixture go to one worker, which compiles its rollout once (the Makefile's XDIST).
-SHARES_THE_ROLLOUT = pytest.mark.xdist_group("craftax")
 
 TASK = "Craftax-Classic-Symbolic-v1"
 LIMIT = 8  # max_timesteps of the stepped environment: its episodes are truncated after 8 steps.
@@ -60,7 +58,7 @@ def _in_lava(state, timestep):
     return state.replace(env_state=env_state.replace(map=lava, timestep=jnp.asarray(timestep, jnp.int32)))
 
 
-@SHARES_THE_ROLLOUT  # Compiles Craftax's world generation and step: ~15 s, shared by the tests below.
+@pytest.mark.slow  # Compiles Craftax's world generation and step: ~15 s, shared by the tests below.
 def test_observations_rewards_and_ends_are_craftax_step_env(classic):
     env, _, first, (timesteps, (observations, rewards, dones, _)) = classic
     assert int(first.step_type) == FIRST
@@ -71,7 +69,7 @@ def test_observations_rewards_and_ends_are_craftax_step_env(classic):
     assert timesteps.reward.dtype == jnp.float32 and timesteps.observation.dtype == jnp.float32
 
 
-@SHARES_THE_ROLLOUT
+@pytest.mark.slow
 def test_time_limit_is_last_with_discount_one_and_the_final_observation(classic):
     _, _, _, (timesteps, (observations, _, dones, after)) = classic
     assert not dones[:-1].any() and dones[-1]  # A random player does not die in 8 steps.
@@ -81,7 +79,7 @@ def test_time_limit_is_last_with_discount_one_and_the_final_observation(classic)
     np.testing.assert_array_equal(timesteps.observation[-1], observations[-1])
 
 
-@SHARES_THE_ROLLOUT
+@pytest.mark.slow
 def test_death_is_last_with_discount_zero_and_the_final_observation(classic):
     env, state, _, _ = classic
     timesteps, (observations, _, dones, after) = _rollout(env, _in_lava(state, 0), jnp.full(LIMIT, NOOP, jnp.int32))
@@ -90,7 +88,7 @@ def test_death_is_last_with_discount_zero_and_the_final_observation(classic):
     np.testing.assert_array_equal(timesteps.observation[0], observations[0])
 
 
-@SHARES_THE_ROLLOUT
+@pytest.mark.slow
 def test_death_on_the_last_allowed_step_is_termination(classic):
     env, state, _, _ = classic
     timesteps, (_, _, dones, after) = _rollout(env, _in_lava(state, LIMIT - 1), jnp.full(LIMIT, NOOP, jnp.int32))
