@@ -49,7 +49,7 @@ XDIST := -n 2 --dist load --maxschedchunk 1
 test: lint docs
 	$(BIN)/python -m pytest $(XDIST) -m "not extended" --durations=15 $(PYTEST_ARGS)
 
-# The tests `make test` leaves out: about 9 minutes of test time, 5 on the two cores.
+# The tests `make test` leaves out: about 13 minutes of test time, 7 on the two cores.
 test-extended: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(XDIST) -m extended $(PYTEST_ARGS)
 
