@@ -281,7 +281,7 @@ def test_gradient_step_on_one_batch_is_the_same_on_8_devices_as_on_1():
     assert losses[2] < losses[0]  # The steps did move the parameters.
 
 
-@pytest.mark.slow  # About 20 s here, most of it compiling the search and the unrolled loss.
+@pytest.mark.slow  # About 14 s here, most of it compiling the search and the unrolled loss.
 @pytest.mark.learning("last 100 episodes", at_least=-0.7, random=UNIFORM_RETURN)
 def test_sampled_muzero_learns_to_point_at_a_cued_target(learning):
     """The Pendulum config's model, search and replay on a task of one step (`tests/agents/cued_target.py`), one
