@@ -23,7 +23,7 @@ from podracer.anakin.program import AgentFor, AnakinState, over_members, state_s
 from podracer.devices import per_device
 from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, per_device_program
 from podracer.envs.base import Environment
-from podracer.envs.jax_on_host import evaluation_keys
+from podracer.envs.host_suites.jax_on_host import evaluation_keys
 from podracer.envs.wrappers import wrap_for_evaluation
 from podracer.run import evaluation
 

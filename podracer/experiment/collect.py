@@ -21,7 +21,7 @@ from dm_env import specs
 
 from podracer.config.errors import UsageError
 from podracer.envs.actions import clip_to_spec
-from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
+from podracer.envs.host_suites.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.experiment.trained import TrainedAgent
 from podracer.offline import minari_files
 from podracer.offline.episode_data import Episode

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from podracer.envs.frames import frame
-from podracer.envs.jax_on_host import JaxOnHost, evaluation_keys
+from podracer.envs.host_suites.jax_on_host import JaxOnHost, evaluation_keys
 from podracer.envs.timestep import LAST
 from podracer.experiment.trained import TrainedAgent
 from podracer.run.whole_files import written_whole

@@ -41,7 +41,7 @@ def record(env_name: str, steps: int, path: str, choose=None, seed: int = 0, num
     import jax
 
     from podracer import envs
-    from podracer.envs.jax_on_host import JaxOnHost
+    from podracer.envs.host_suites.jax_on_host import JaxOnHost
     from podracer.experiment.collect import random_actions
     from podracer.offline import minari_files
     from podracer.offline.recorder import EpisodeRecorder
