@@ -73,3 +73,10 @@ def with_time_axis(state: Any) -> Any:
 def merge_leading_dims(tree: Any, num_dims: int = 2) -> Any:
     """Reshapes every leaf `[d0, ..., d_{n-1}, ...]` to `[d0 * ... * d_{n-1}, ...]`."""
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[num_dims:]), tree)
+
+
+def without_observed(trajectory: Trajectory, name: str) -> Trajectory:
+    """The trajectory without its observations' entry `name`: what a replay buffer keeps where a state is observed
+    for a search alone (a Pgx game's `GAME_STATE`, an environment's `ENV_STATE`)."""
+    observation = {key: x for key, x in trajectory.timestep.observation.items() if key != name}
+    return trajectory.replace(timestep=trajectory.timestep.replace(observation=observation))

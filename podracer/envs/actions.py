@@ -9,7 +9,11 @@ entries (`network_input`).
 A game's state. Self-play on a Pgx game (`env.kwargs.self_play`) puts the
 game's own state in the observation dict under `GAME_STATE`, for a search
 that steps the game's rules from where the agent acts (AlphaZero). It is the
-agent's, like the mask: no torso reads it (`network_input`). Nor does any
+agent's, like the mask: no torso reads it (`network_input`). Any pure-JAX
+environment can do the same for a search that steps it as its model (Sampled
+AlphaZero): with `env.kwargs.observe_state` its observation holds its state
+under `ENV_STATE` (`podracer.envs.observed_state`), and its own observation
+under `OBSERVATION` where that is not already a dict. Nor does any
 torso read a multi-agent environment's `GLOBAL_STATE`, which only a
 centralised critic reads (`centralised_input`, with the agent's one-hot
 `AGENT_ID` that a multi-agent agent adds; `podracer.envs.multi_agent`).
@@ -46,8 +50,15 @@ def is_continuous(spec: Any) -> bool:
 
 ACTION_MASK = "action_mask"
 GAME_STATE = "game_state"
+ENV_STATE = "env_state"  # An environment's own state, for a search that steps it (`observed_state`).
+OBSERVATION = "observation"  # What an environment observes, where a dict holds it beside entries for the agent.
 GLOBAL_STATE = "global_state"  # A multi-agent environment's state for a centralised critic (`multi_agent`).
-FOR_THE_AGENT = (ACTION_MASK, GAME_STATE, GLOBAL_STATE)  # Entries of an observation dict that no torso reads.
+FOR_THE_AGENT = (
+    ACTION_MASK,
+    GAME_STATE,
+    ENV_STATE,
+    GLOBAL_STATE,
+)  # Entries of an observation dict that no torso reads.
 AGENT_ID = "agent_id"  # The one-hot id a multi-agent agent adds to each agent's observation: policy and critic read it.
 
 
@@ -57,7 +68,8 @@ def action_mask(observation: Any) -> chex.Array | None:
 
 
 def network_input(observation: Any) -> Any:
-    """What a torso reads: the observation without its action mask and game state (unchanged where it has neither)."""
+    """What a torso reads: the observation without the entries for the agent alone, `FOR_THE_AGENT` (unchanged where it
+    has none)."""
     if not isinstance(observation, dict) or not any(key in observation for key in FOR_THE_AGENT):
         return observation
     return {key: value for key, value in observation.items() if key not in FOR_THE_AGENT}

@@ -43,6 +43,7 @@ from podracer.envs.gridworld import FourRooms
 from podracer.envs.host import HostEnvironment
 from podracer.envs.host_suites import envpool_env, envpool_tasks
 from podracer.envs.lpg import DelayedChain, RandomGridWorld, TabularGridWorld
+from podracer.envs.observed_state import ObservesState
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,11 +183,15 @@ def reset_fraction(name: str) -> float:
     return EXPENSIVE_RESET_FRACTION if expensive else 1.0
 
 
-def make(name: str, **kwargs: Any) -> Environment:
-    """Builds the pure-JAX environment `name` (registered, or `SUITE:TASK`) with its keyword arguments."""
+def make(name: str, observe_state: bool = False, **kwargs: Any) -> Environment:
+    """Builds the pure-JAX environment `name` (registered, or `SUITE:TASK`) with its keyword arguments; with
+    `observe_state`, wrapped so that its observation carries its state (`observed_state.ObservesState`)."""
     check(name, host=False)
+    if not isinstance(observe_state, bool):
+        raise ValueError(f"observe_state must be True or False, got {observe_state!r}.")
     prefix, task = split_suite(name)
-    return _adapter(prefix).make(task, **kwargs) if prefix else _JAX[name](**kwargs)
+    env = _adapter(prefix).make(task, **kwargs) if prefix else _JAX[name](**kwargs)
+    return ObservesState(env) if observe_state else env
 
 
 def host_factory(name: str) -> Callable[..., HostEnvironment]:

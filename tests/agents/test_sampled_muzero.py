@@ -234,8 +234,11 @@ def test_acting_reads_the_visit_counts_and_the_chosen_root_sample(torque_search)
 @pytest.mark.slow  # Two vmapped searches compiled: acting and greedy acting.
 def test_act_and_greedy_act_hand_the_environment_a_root_sample_in_its_bounds():
     params = NetworkParams(TorqueModel(), {})
+    sample_settings = SampleSettings(num_samples=K)
     act, greedy_act = sampled_search.make_act(
-        search.SearchSettings(num_simulations=6), SampleSettings(num_samples=K), gamma=0.9
+        search.SearchSettings(num_simulations=6),
+        sampled_search.root(sample_settings),
+        sampled_search.recurrent_fn(0.9, sample_settings),
     )
     keys = jax.random.split(jax.random.key(0), 3)
     for policy in (act, greedy_act):
@@ -269,7 +272,9 @@ def test_discrete_actions_are_refused_towards_muzero():
             return specs.DiscreteArray(3)
 
     with pytest.raises(ConfigError, match="agent.name=muzero"):
-        sampled_model.refuse_discrete(ConfigDict({"env": {"name": "cartpole"}}), Discrete())
+        sampled_model.refuse_discrete(
+            ConfigDict({"env": {"name": "cartpole"}, "agent": {"name": "sampled_muzero"}}), Discrete()
+        )
 
 
 @pytest.mark.slow  # A fresh process on 8 forced devices, compiling the unrolled loss twice: about 25 s here.

@@ -75,7 +75,8 @@ def test_every_agents_defaults_pass_the_static_checks(agent, architecture):
     refused = {"learned_rule": "agent.rule_checkpoint"}  # A meta-trained rule's folder: the user's to give.
     only_offline = [name for name in podracer.agents.names() if not podracer.agents.lookup(name).online]
     refused |= {name: "offline.dataset" for name in only_offline}
-    refused |= {"alphazero": "env.name"} if architecture == "sebulba" else {}  # Pgx games are Anakin's.
+    if architecture == "sebulba":  # Pgx games are Anakin's; Sampled AlphaZero steps a pure-JAX environment.
+        refused |= {"alphazero": "env.name", "sampled_alphazero": "architecture"}
     if agent in refused:
         with pytest.raises(podracer.ConfigError) as error:
             schema.validate(config)

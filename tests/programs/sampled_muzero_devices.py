@@ -13,6 +13,7 @@ they differ. Run with 8 forced CPU devices:
 `python -m tests.programs.sampled_muzero_devices`.
 """
 
+import functools
 import json
 
 import jax
@@ -26,6 +27,7 @@ from podracer.agents.continuous_search import sampled_model, sampled_muzero
 from podracer.agents.learning import replay
 from podracer.agents.models import muzero_model
 from podracer.agents.trajectory import Trajectory
+from podracer.config import settings
 from podracer.devices.topology import DEVICE_AXIS, REPLICATED, SHARDED, device_mesh, per_device_program
 from podracer.envs.timestep import FIRST, LAST, MID, TimeStep
 from tests.helpers import load_config
@@ -65,7 +67,11 @@ def batch(config, seed: int = 0) -> replay.Sample:
 
 def steps(config, devices) -> tuple:
     """`STEPS` gradient steps on the batch over `devices`: the final parameters, each step's metrics, priorities."""
-    gradient_step, optimizer = muzero.make_gradient_step(config, STEPS, sampled_muzero.sampled_policy_loss)
+    loss_settings = settings.read(muzero.LossSettings, config.agent)
+    sequence_loss = functools.partial(
+        muzero.loss, loss_settings=loss_settings, policy_loss=sampled_muzero.sampled_policy_loss
+    )
+    gradient_step, optimizer = muzero.make_gradient_step(config, STEPS, sequence_loss)
     network = shared_fields.network_settings(config)
     model = sampled_model.make_model(network, OBSERVATION_SPEC, ACTION_SPEC, config.agent.support_size)
     params = muzero_model.init(jax.random.key(7), model, OBSERVATION_SPEC, jax.ShapeDtypeStruct((1,), jnp.float32))

@@ -55,7 +55,7 @@ from podracer.agents.learning import replay
 from podracer.agents.learning.optimizer import make_optimizer, sgd_step
 from podracer.agents.learning.returns import lambda_returns
 from podracer.agents.models import networks
-from podracer.agents.trajectory import Trajectory, transitions
+from podracer.agents.trajectory import Trajectory, transitions, without_observed
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices.per_device import PerDevice
@@ -173,12 +173,6 @@ def loss(params: networks.NetworkParams, sample: replay.Sample, value_cost: floa
     return total, {"loss": total, "policy_loss": policy_loss, "value_loss": value_loss}
 
 
-def without_game_state(trajectory: Trajectory) -> Trajectory:
-    """The trajectory as the buffer keeps it: observations without the game state."""
-    observation = {name: x for name, x in trajectory.timestep.observation.items() if name != GAME_STATE}
-    return trajectory.replace(timestep=trajectory.timestep.replace(observation=observation))
-
-
 def check_game(observation_spec: Any, game: Any) -> None:
     """Raises `ConfigError` unless the observations hold the state of the game the search plays."""
     if not isinstance(observation_spec, dict) or GAME_STATE not in observation_spec:
@@ -225,7 +219,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     replay_learn = replay.make_learn(replay_setup, gradient_step)
 
     def learn(state: AlphaZeroState, trajectory: Trajectory, key: chex.PRNGKey, axis_name: str | None = None):
-        return replay_learn(state, without_game_state(trajectory), key, axis_name)
+        return replay_learn(state, without_observed(trajectory, GAME_STATE), key, axis_name)
 
     act = search.act_by_search(shared_fields.search_settings(config), root, rules(game))
     return Agent(

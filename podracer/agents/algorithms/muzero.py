@@ -21,9 +21,8 @@ t + n, stored with the step (the paper without Reanalyse); with `"model"` it
 is the value the current model predicts for that observation, without search
 or gradient, as MuZero Reanalyse refreshes its value targets (Schrittwieser
 et al. 2021; muzero-general's `use_last_model_value`). A stored value is as
-old as its step, up to the whole buffer: on Sebulba CartPole, seeds 0-4
-ended 110K steps at 131-352 with it, and seeds 0-9 all ended 160K steps at
-494-500 with the model's. Each l is a cross-entropy: the policy
+old as its step, up to the whole buffer (on Sebulba CartPole the model's did
+better: docs/benchmarks-history.md). Each l is a cross-entropy: the policy
 against pi, value and reward against the two-hot projections of z and u on
 the support (`support`). Steps past the end of the sampled episode are
 masked. As in the paper's pseudocode, each step k >= 1 weighs 1/K and the
@@ -39,6 +38,7 @@ data efficiency as acting scales.
 """
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -83,16 +83,21 @@ def defaults() -> ConfigDict:
 
 
 def validate(config: ConfigDict) -> None:
+    field_checks.integer(config, "agent.unroll_steps", at_least=1, example=5)
+    validate_targets(config)
+    shared_fields.require_feed_forward(config, "MuZero's model is feed-forward (representation, dynamics, prediction)")
+
+
+def validate_targets(config: ConfigDict) -> None:
+    """Every field's checks but `unroll_steps`'s: also Sampled AlphaZero's, which has no model to unroll."""
     field_checks.fraction(config, "agent.gamma", example=0.997)
     field_checks.integer(config, "agent.n_step", at_least=1, example=10)
-    field_checks.integer(config, "agent.unroll_steps", at_least=1, example=5)
     field_checks.integer(config, "agent.support_size", at_least=1, example=10)
     field_checks.number(config, "agent.value_cost", example=0.25, at_least=0.0)
     field_checks.number(config, "agent.reward_clip", example=1.0, at_least=0.0)
     field_checks.choice(config, "agent.value_bootstrap", VALUE_BOOTSTRAPS)
     shared_fields.validate_search(config)
     shared_fields.validate_replay(config)
-    shared_fields.require_feed_forward(config, "MuZero's model is feed-forward (representation, dynamics, prediction)")
 
 
 @struct.dataclass
@@ -151,13 +156,7 @@ def targets(sample_trajectory: Any, loss_settings: LossSettings, bootstrap_value
     root_values = sample_trajectory.extras["root_value"][: window + 1]
     if bootstrap_values is not None:
         root_values = root_values.at[n:].set(bootstrap_values)
-    values = n_step_returns(
-        tr.rewards[:window],
-        tr.discounts[:window],
-        root_values,
-        tr.lambdas(1.0)[:window],
-        n,
-    )
+    values = n_step_returns(tr.rewards[:window], tr.discounts[:window], root_values, tr.lambdas(1.0)[:window], n)
     # A LAST timestep is followed by the next episode's FIRST: step k is in the episode while no step before it is LAST.
     decisions = (step_type[: unroll + 1] != LAST).astype(jnp.float32)
     return Targets(
@@ -173,9 +172,8 @@ def categorical_policy_loss(policy_logits: chex.Array, acting: dict) -> chex.Arr
     return cross_entropy(acting["search_policy"], policy_logits)
 
 
-PolicyLoss = Callable[
-    [Any, dict], chex.Array
-]  # (prediction's policy outputs [S, ...], acting's extras [S, ...]) -> [S]
+# (prediction's policy outputs [S, ...], acting's extras [S, ...]) -> [S]
+PolicyLoss = Callable[[Any, dict], chex.Array]
 
 
 def loss(
@@ -185,12 +183,9 @@ def loss(
     policy_loss: PolicyLoss = categorical_policy_loss,
 ) -> tuple[chex.Array, tuple]:
     """The importance-weighted unrolled loss (module docstring), l^p by `policy_loss`; aux `(metrics, priorities)`."""
-    trajectory = sample.trajectory
-    unroll = loss_settings.unroll_steps
-    support_size = loss_settings.support_size
-    bootstrap_values = None
+    trajectory, bootstrap_values = sample.trajectory, None
+    unroll, n, support_size = loss_settings.unroll_steps, loss_settings.n_step, loss_settings.support_size
     if loss_settings.value_bootstrap == "model":  # The current model's values of the observations at t + n + k.
-        n = loss_settings.n_step
         observations = jax.tree.map(
             lambda x: x[n : n + unroll + 1].reshape((-1,) + x.shape[2:]), trajectory.timestep.observation
         )
@@ -238,15 +233,18 @@ class Variant:
     policy_loss: PolicyLoss = categorical_policy_loss
 
 
-def make_gradient_step(config: ConfigDict, num_updates: int, policy_loss: PolicyLoss) -> tuple:
-    """`(gradient_step, optimizer)`: one step of the unrolled loss on a sampled batch, gradients averaged over
+# (params, sample) -> (loss, (metrics, priorities [S])): `loss` with its settings bound, say.
+SequenceLoss = Callable[[NetworkParams, replay.Sample], tuple[chex.Array, tuple]]
+
+
+def make_gradient_step(config: ConfigDict, num_updates: int, sequence_loss: SequenceLoss) -> tuple:
+    """`(gradient_step, optimizer)`: one step of `sequence_loss` on a sampled batch, gradients averaged over
     `axis_name`'s devices (each sampled its own batch), then `optimizer`'s update."""
-    loss_settings = settings.read(LossSettings, config.agent)
     gradient_steps = num_updates * config.agent.replay_ratio
     optimizer = make_optimizer(shared_fields.optimizer_settings(config), gradient_steps=gradient_steps)
 
     def gradient_step(state: MuZeroState, sample: replay.Sample, axis_name) -> tuple[MuZeroState, dict, chex.Array]:
-        grad_fn = collectives.local_grad(lambda p, s: loss(p, s, loss_settings, policy_loss), axis_name)
+        grad_fn = collectives.local_grad(sequence_loss, axis_name)
         grads, (metrics, priorities) = grad_fn(state.params, sample)
         grads, metrics = collectives.mean((grads, metrics), axis_name)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
@@ -259,7 +257,9 @@ def make_gradient_step(config: ConfigDict, num_updates: int, policy_loss: Policy
 def build_variant(config: ConfigDict, num_updates: int, variant: Variant) -> Agent:
     """A MuZero agent (module docstring) with `variant`'s model, stored extras, search and policy loss."""
     replay_setup = shared_fields.replay_setup(config, config.agent.unroll_steps + config.agent.n_step + 2)
-    gradient_step, optimizer = make_gradient_step(config, num_updates, variant.policy_loss)
+    loss_settings = settings.read(LossSettings, config.agent)
+    sequence_loss = functools.partial(loss, loss_settings=loss_settings, policy_loss=variant.policy_loss)
+    gradient_step, optimizer = make_gradient_step(config, num_updates, sequence_loss)
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> MuZeroState:
         action, extras = variant.stored(action_spec)

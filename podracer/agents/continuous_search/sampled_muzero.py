@@ -79,7 +79,9 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
     network, support_size = shared_fields.network_settings(config), config.agent.support_size
     sample_settings = settings.read(SampleSettings, config.agent)
     act, greedy_act = sampled_search.make_act(
-        shared_fields.search_settings(config), sample_settings, config.agent.gamma
+        shared_fields.search_settings(config),
+        sampled_search.root(sample_settings),
+        sampled_search.recurrent_fn(config.agent.gamma, sample_settings),
     )
 
     def make_model(observation_spec: Any, action_spec: Any) -> Any:

@@ -136,10 +136,13 @@ def read_root_sample(output: mctx.PolicyOutput) -> tuple[chex.Array, dict]:
     return sampled[index], {**extras, "sampled_actions": sampled}
 
 
-def make_act(search_settings: SearchSettings, settings: SampleSettings, gamma: float) -> tuple[Callable, Callable]:
-    """Sampled MuZero's `(act, greedy_act)`: a search per environment (`search.act_by_search`), acting with the
-    chosen sample, or greedily with the sample the search policy weighs most; actions in the spec's bounds."""
-    by_search = search.act_by_search(search_settings, root(settings), recurrent_fn(gamma, settings), read_root_sample)
+def make_act(search_settings: SearchSettings, root_fn: search.RootFn, recurrent: Callable) -> tuple[Callable, Callable]:
+    """`(act, greedy_act)` of a search over sampled actions per environment (`search.act_by_search`) from `root_fn`'s
+    roots, expanding with `recurrent` (each embedding holding the node's samples second): acting with the chosen
+    sample, or greedily with the sample the search policy weighs most; actions in the spec's bounds (those of
+    `params.module`). Sampled MuZero's searches its model (`root`, `recurrent_fn`); Sampled AlphaZero's the
+    environment."""
+    by_search = search.act_by_search(search_settings, root_fn, recurrent, read_root_sample)
 
     def act(params: NetworkParams, observation: Any, key: chex.PRNGKey) -> tuple[chex.Array, dict]:
         unit_action, extras = by_search(params, observation, key)

@@ -71,11 +71,10 @@ from flax import struct
 from podracer.config.errors import ConfigError
 from podracer.config.field_checks import is_whole_number
 from podracer.envs import timestep as ts
-from podracer.envs.actions import ACTION_MASK, GAME_STATE
+from podracer.envs.actions import ACTION_MASK, GAME_STATE, OBSERVATION
 from podracer.envs.base import Environment
 from podracer.envs.suites.adapting import Settings, check_settings
 
-OBSERVATION = "observation"
 NOT_FOR_SELF_PLAY = {  # Two-player games whose true state a search must not see or cannot plan with.
     "backgammon": "its dice are drawn inside `step`, which a search tree would take as fixed",
     "kuhn_poker": "its state holds the opponent's hidden card",
