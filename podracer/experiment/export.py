@@ -63,8 +63,9 @@ def export_policy(trained: TrainedAgent, out: str, greedy: bool = True, batch_si
     that cannot be written, `--sample` for a greedy export of an agent without
     `greedy_act`, `--batch-size` for a batch size that is not a positive
     integer, the `export` extra when FlatBuffers (which `jax.export`
-    serialises with) is missing, or a self-play agent (it searches from Pgx's
-    own game state, a type `jax.export` cannot take in). While tracing, `--batch-size` again for a
+    serialises with) is missing, or an agent that searches from the environment's
+    own state (Pgx's game state with `self_play`, any environment's with `observe_state`), a type `jax.export`
+    cannot take in. While tracing, `--batch-size` again for a
     network that cannot act on a symbolic batch.
     """
     paths = artefact_paths(out, trained.agent.recurrent)
@@ -118,6 +119,11 @@ def _check_request(trained: TrainedAgent, greedy: bool, batch_size: int | None) 
         raise UsageError(
             f"{trained.config.env.name} with self_play: the agent searches from Pgx's own game state, which "
             "jax.export cannot take as an input; play it with podracer evaluate --opponent instead"
+        )
+    if trained.config.env.kwargs.get("observe_state"):
+        raise UsageError(
+            f"{trained.config.env.name} with observe_state: the agent searches from the environment's own state, "
+            "which jax.export cannot take as an input; play it with podracer evaluate instead"
         )
     if importlib.util.find_spec("flatbuffers") is None:
         raise UsageError("exporting a policy needs FlatBuffers, for jax.export: pip install 'podracer[export]'")

@@ -156,6 +156,13 @@ def test_bad_requests_are_refused_before_anything_is_traced_or_written(tmp_path)
     )
     with pytest.raises(UsageError, match="--sample: this agent has no greedy_act"):
         export_policy(without_greedy, str(tmp_path / "lstm.bin"))
+    for option in ("self_play", "observe_state"):  # A search from the environment's state, a type export refuses.
+        config = trained.config.copy_and_resolve_references()
+        with config.unlocked():
+            config.env.kwargs[option] = True
+        searching = dataclasses.replace(trained, config=config)
+        with pytest.raises(UsageError, match=f"with {option}: the agent searches from"):
+            export_policy(searching, str(tmp_path / "lstm.bin"))
     assert sorted(os.listdir(tmp_path)) == ["policy.state.bin", "taken"]
 
 
