@@ -17,10 +17,12 @@ plain arrays: mctx keeps every node's embedding in arrays it allocates with
 default key implementation, the one podracer draws every key with) and steps.
 A search so sees the environment's random draws as the state holds them:
 each simulated step draws what the real one would from that state.
+`own_observation` takes the state out again, for what a dataset records.
 """
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -28,8 +30,8 @@ import jax
 from dm_env import specs
 
 from podracer.envs import timestep as ts
-from podracer.envs.actions import ENV_STATE, OBSERVATION
-from podracer.envs.base import EnvState
+from podracer.envs.actions import ENV_STATE, GAME_STATE, OBSERVATION
+from podracer.envs.base import Environment, EnvState
 from podracer.envs.wrappers import Wrapper
 
 
@@ -69,6 +71,11 @@ class ObservesState(Wrapper):
         state_spec = jax.tree.map(lambda x: specs.Array(x.shape, x.dtype, name=ENV_STATE), self._observed_shapes)
         return {**self._entries(self.env.observation_spec()), ENV_STATE: state_spec}
 
+    def unobserved(self, observation: dict[str, Any]) -> Any:
+        """The wrapped environment's own observation (of any batch shape) of one that carries the state."""
+        own = {name: x for name, x in observation.items() if name != ENV_STATE}
+        return own if isinstance(self.env.observation_spec(), dict) else own[OBSERVATION]
+
     @functools.cached_property
     def _state_shapes(self) -> Any:
         return jax.eval_shape(self.env.reset, jax.random.key(0))[0]
@@ -84,3 +91,19 @@ class ObservesState(Wrapper):
     @staticmethod
     def _entries(observation: Any) -> dict[str, Any]:
         return dict(observation) if isinstance(observation, dict) else {OBSERVATION: observation}
+
+
+def own_observation(env: Environment) -> tuple[Callable[[Any], Any], Any]:
+    """`(observation -> the environment's own observation, its spec)`: what a dataset keeps of `env`'s observations,
+    without a state that only a search reads (an `ObservesState`'s, or a Pgx game's `GAME_STATE` with `self_play`),
+    so that it is the observation of the environment without the option; the identity for any other."""
+    if isinstance(env, ObservesState):
+        return env.unobserved, env.env.observation_spec()
+    spec = env.observation_spec()
+    if not isinstance(spec, dict) or GAME_STATE not in spec:
+        return (lambda observation: observation), spec
+
+    def without_game(observation: dict[str, Any]) -> dict[str, Any]:
+        return {name: x for name, x in observation.items() if name != GAME_STATE}
+
+    return without_game, without_game(spec)

@@ -8,7 +8,9 @@ with probability `epsilon` per environment and step takes a uniformly random
 action instead (within a continuous action's bounds), the mix D4RL's datasets
 are made of: `epsilon=1` is a random policy's dataset. Whole episodes are
 kept (`podracer.offline.recorder`) until they hold at least `steps`
-transitions; the episodes still running then are dropped. The dataset is
+transitions; the episodes still running then are dropped. An environment's
+state in its observation, there for a search (Sampled AlphaZero's, a self-play
+game's), is left out: the dataset is the environment's own observations. The dataset is
 written whole (`podracer.offline.minari_files`), with what made it in its
 metadata.
 """
@@ -22,6 +24,7 @@ from dm_env import specs
 from podracer.config.errors import UsageError
 from podracer.envs.actions import clip_to_spec
 from podracer.envs.host_suites.jax_on_host import JaxOnHost, evaluation_keys
+from podracer.envs.observed_state import own_observation
 from podracer.experiment.trained import TrainedAgent
 from podracer.offline import minari_files
 from podracer.offline.episode_data import Episode
@@ -57,9 +60,10 @@ def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> li
     rng, act = np.random.default_rng(policy.seed), jitted_act(agent, policy.greedy)
     action_spec, agent_state = env.action_spec(), agent.state_for(num_envs)
     recorder, episodes, recorded, t = EpisodeRecorder(num_envs), [], 0, 0
+    own, _ = recorded_observations(trained)
     try:
         timestep = env.reset()
-        recorder.start(timestep)
+        recorder.start(timestep.replace(observation=own(timestep.observation)))
         while recorded < steps:
             if t > 10 * steps and not episodes:
                 raise UsageError(
@@ -72,12 +76,20 @@ def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> li
                 explore.reshape((-1,) + (1,) * (action.ndim - 1)), random_actions(rng, action_spec, num_envs), action
             )
             timestep = env.step(action)
-            ended = recorder.step(action, timestep)
+            ended = recorder.step(action, timestep.replace(observation=own(timestep.observation)))
             episodes += ended
             recorded, t = recorded + sum(episode.steps for episode in ended), t + 1
     finally:
         env.close()
     return episodes
+
+
+def recorded_observations(trained: TrainedAgent) -> tuple:
+    """`(observation -> what the dataset keeps of it, its spec)`: an Anakin environment's own observation, without a
+    state only a search reads (`observed_state.own_observation`); a Sebulba batch's as it is."""
+    if trained.config.architecture == "anakin":
+        return own_observation(trained.make_env())
+    return (lambda observation: observation), trained.specs[0]
 
 
 def collect(trained: TrainedAgent, steps: int, out: str, policy: Policy, num_envs: int) -> list[Episode]:
@@ -89,5 +101,5 @@ def collect(trained: TrainedAgent, steps: int, out: str, policy: Policy, num_env
         "checkpoint_step": trained.step,
         "policy": {**dataclasses.asdict(policy), "num_envs": num_envs},
     }
-    minari_files.write(out, episodes, *trained.specs, metadata)
+    minari_files.write(out, episodes, recorded_observations(trained)[1], trained.specs[1], metadata)
     return episodes

@@ -1,5 +1,7 @@
 """`ObservesState`: the observation carries the environment's state, and a step from that state is the real step."""
 
+import importlib.util
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,7 +12,7 @@ from podracer import envs
 from podracer.config.errors import ConfigError
 from podracer.envs.actions import ACTION_MASK, ENV_STATE, OBSERVATION, network_input
 from podracer.envs.env_registry import with_config_kwargs
-from podracer.envs.observed_state import ObservesState
+from podracer.envs.observed_state import ObservesState, own_observation
 
 
 def same(a, b):
@@ -59,3 +61,18 @@ def test_observe_state_must_be_a_bool_and_names_the_field():
     config = ConfigDict({"env": {"name": "gymnax:Pendulum-v1", "kwargs": {"observe_state": "yes"}}})
     with pytest.raises(ConfigError, match="env.kwargs"):
         with_config_kwargs(config, envs.make, config.env.name)
+
+
+def test_what_a_dataset_keeps_is_the_observation_of_the_environment_without_the_option():
+    """`own_observation`: the state a search reads is left out, and what remains is what the environment observes
+    without `observe_state` (Pendulum: its array) or `self_play` (a Pgx game: its planes and mask); spec and values."""
+    cases = [("gymnax:Pendulum-v1", "observe_state")]
+    if importlib.util.find_spec("pgx") is not None:
+        cases.append(("pgx:tic_tac_toe", "self_play"))
+    for name, option in cases:
+        plain, searched = envs.make(name), envs.make(name, **{option: True})
+        own, spec = own_observation(searched)
+        assert jax.tree.structure(spec) == jax.tree.structure(plain.observation_spec())
+        same(own(searched.reset(jax.random.key(1))[1].observation), plain.reset(jax.random.key(1))[1].observation)
+    own, spec = own_observation(envs.make("catch"))
+    assert spec == envs.make("catch").observation_spec() and own("anything") == "anything"
