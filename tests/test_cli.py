@@ -128,6 +128,7 @@ MPO, VMPO = "configs/anakin_cartpole_mpo.py", "configs/anakin_cartpole_vmpo.py"
 PQN = "configs/anakin_cartpole_pqn.py"
 C51, IQN = "configs/anakin_cartpole_c51.py", "configs/anakin_cartpole_iqn.py"
 SAMPLED_MUZERO = "configs/anakin_pendulum_sampled_muzero.py"
+SAMPLED_ALPHAZERO = "configs/anakin_pendulum_sampled_alphazero.py"
 PPO = "configs/anakin_cartpole_ppo.py"
 LEARNED_RULE = "configs/anakin_catch_learned_rule.py"
 RULE = "RULE_FOLDER"  # Replaced by the folder of `saved_rule`, a random rule of prediction size 30.
@@ -321,6 +322,9 @@ BAD_INPUTS = [
     (SAMPLED_MUZERO, ["--config.agent.num_samples=1"], 1, ["config.agent.num_samples", ">= 2"]),
     (SAMPLED_MUZERO, ["--config.env.name=cartpole"], 1, ["config.env.name", "discrete", "--config.agent.name=muzero"]),
     (SAMPLED_MUZERO, ["--config.agent.uniform_fraction=2"], 1, ["config.agent.uniform_fraction", "<= 1"]),
+    # Sampled AlphaZero steps a pure-JAX environment from the state its observation carries.
+    (SAMPLED_ALPHAZERO, ["--config.env.kwargs.observe_state=False"], 1, ["config.env.kwargs.observe_state", "=True"]),
+    (SAMPLED_ALPHAZERO, ["--config.env.name=cartpole"], 1, ["config.env.name", "--config.agent.name=alphazero"]),
     # Self-play (AlphaZero) on a single-player game, or off Pgx.
     (TICTACTOE, ["--config.env.name=pgx:2048"], 1, ["config.env.kwargs.self_play", "pgx:2048", "of 1 player"]),
     (TICTACTOE, ["--config.env.name=catch"], 1, ["config.env.name", "'catch' is not a Pgx game"]),
