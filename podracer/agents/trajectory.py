@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from podracer.envs.actions import without_entry
 from podracer.envs.timestep import LAST, TimeStep
 
 
@@ -78,5 +79,5 @@ def merge_leading_dims(tree: Any, num_dims: int = 2) -> Any:
 def without_observed(trajectory: Trajectory, name: str) -> Trajectory:
     """The trajectory without its observations' entry `name`: what a replay buffer keeps where a state is observed
     for a search alone (a Pgx game's `GAME_STATE`, an environment's `ENV_STATE`)."""
-    observation = {key: x for key, x in trajectory.timestep.observation.items() if key != name}
+    observation = without_entry(trajectory.timestep.observation, name)
     return trajectory.replace(timestep=trajectory.timestep.replace(observation=observation))

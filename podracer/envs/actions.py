@@ -53,18 +53,20 @@ GAME_STATE = "game_state"
 ENV_STATE = "env_state"  # An environment's own state, for a search that steps it (`observed_state`).
 OBSERVATION = "observation"  # What an environment observes, where a dict holds it beside entries for the agent.
 GLOBAL_STATE = "global_state"  # A multi-agent environment's state for a centralised critic (`multi_agent`).
-FOR_THE_AGENT = (
-    ACTION_MASK,
-    GAME_STATE,
-    ENV_STATE,
-    GLOBAL_STATE,
-)  # Entries of an observation dict that no torso reads.
+# Entries of an observation dict that no torso reads.
+FOR_THE_AGENT = (ACTION_MASK, GAME_STATE, ENV_STATE, GLOBAL_STATE)
 AGENT_ID = "agent_id"  # The one-hot id a multi-agent agent adds to each agent's observation: policy and critic read it.
 
 
 def action_mask(observation: Any) -> chex.Array | None:
     """The observation's bool mask of legal actions `[..., A]`, or None where it has none."""
     return observation.get(ACTION_MASK) if isinstance(observation, dict) else None
+
+
+def without_entry(observation: dict[str, Any], name: str) -> dict[str, Any]:
+    """An observation dict (or its spec) without its entry `name`: a state only a search reads (`GAME_STATE`,
+    `ENV_STATE`), where a buffer, a network's parameters or a dataset leave it out."""
+    return {key: value for key, value in observation.items() if key != name}
 
 
 def network_input(observation: Any) -> Any:

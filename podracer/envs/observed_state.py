@@ -30,7 +30,7 @@ import jax
 from dm_env import specs
 
 from podracer.envs import timestep as ts
-from podracer.envs.actions import ENV_STATE, GAME_STATE, OBSERVATION
+from podracer.envs.actions import ENV_STATE, GAME_STATE, OBSERVATION, without_entry
 from podracer.envs.base import Environment, EnvState
 from podracer.envs.wrappers import Wrapper
 
@@ -73,7 +73,7 @@ class ObservesState(Wrapper):
 
     def unobserved(self, observation: dict[str, Any]) -> Any:
         """The wrapped environment's own observation (of any batch shape) of one that carries the state."""
-        own = {name: x for name, x in observation.items() if name != ENV_STATE}
+        own = without_entry(observation, ENV_STATE)
         return own if isinstance(self.env.observation_spec(), dict) else own[OBSERVATION]
 
     @functools.cached_property
@@ -102,8 +102,4 @@ def own_observation(env: Environment) -> tuple[Callable[[Any], Any], Any]:
     spec = env.observation_spec()
     if not isinstance(spec, dict) or GAME_STATE not in spec:
         return (lambda observation: observation), spec
-
-    def without_game(observation: dict[str, Any]) -> dict[str, Any]:
-        return {name: x for name, x in observation.items() if name != GAME_STATE}
-
-    return without_game, without_game(spec)
+    return functools.partial(without_entry, name=GAME_STATE), without_entry(spec, GAME_STATE)

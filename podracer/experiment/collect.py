@@ -16,6 +16,7 @@ metadata.
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -50,8 +51,9 @@ def random_actions(rng: np.random.Generator, spec: specs.Array, num_envs: int) -
     return rng.uniform(low, high, (num_envs, *spec.shape)).astype(spec.dtype)
 
 
-def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> list[Episode]:
-    """Whole episodes of the trained agent acting by `policy`, at least `steps` transitions in all."""
+def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int, own: Callable) -> list[Episode]:
+    """Whole episodes of the trained agent acting by `policy`, at least `steps` transitions in all, each observation
+    recorded as `own` keeps it (`recorded_observations`)."""
     agent, params, keys = trained.agent, trained.acting_params, jax.random.split(jax.random.key(policy.seed), num_envs)
     if trained.config.architecture == "anakin":
         env, act_keys = JaxOnHost(trained.make_env(), keys, auto_reset=True), evaluation_keys(keys)[1]
@@ -60,7 +62,6 @@ def play(trained: TrainedAgent, steps: int, policy: Policy, num_envs: int) -> li
     rng, act = np.random.default_rng(policy.seed), jitted_act(agent, policy.greedy)
     action_spec, agent_state = env.action_spec(), agent.state_for(num_envs)
     recorder, episodes, recorded, t = EpisodeRecorder(num_envs), [], 0, 0
-    own, _ = recorded_observations(trained)
     try:
         timestep = env.reset()
         recorder.start(timestep.replace(observation=own(timestep.observation)))
@@ -94,12 +95,13 @@ def recorded_observations(trained: TrainedAgent) -> tuple:
 
 def collect(trained: TrainedAgent, steps: int, out: str, policy: Policy, num_envs: int) -> list[Episode]:
     """Plays (`play`) and writes the episodes as the dataset `out`, its metadata saying what made it."""
-    episodes = play(trained, steps, policy, num_envs)
+    own, observation_spec = recorded_observations(trained)
+    episodes = play(trained, steps, policy, num_envs, own)
     metadata = {
         **minari_files.run_metadata(trained.config),
         "checkpoint": trained.checkpoint,
         "checkpoint_step": trained.step,
         "policy": {**dataclasses.asdict(policy), "num_envs": num_envs},
     }
-    minari_files.write(out, episodes, recorded_observations(trained)[1], trained.specs[1], metadata)
+    minari_files.write(out, episodes, observation_spec, trained.specs[1], metadata)
     return episodes

@@ -53,6 +53,10 @@ from podracer.experiment.trained import TrainedAgent
 from podracer.run.whole_files import written_whole
 
 FORMAT = "podracer-policy"
+SEARCHED_STATES = {  # env.kwargs options that put a state in the observation for a search: (the state, who plays it).
+    "self_play": ("Pgx's own game state", "podracer evaluate --opponent"),
+    "observe_state": ("the environment's own state", "podracer evaluate"),
+}
 VERSION = 1
 
 
@@ -115,16 +119,12 @@ def _check_request(trained: TrainedAgent, greedy: bool, batch_size: int | None) 
         raise UsageError("--sample: this agent has no greedy_act (its most likely action); export it with --sample")
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise UsageError(f"--batch-size {batch_size!r}: must be a positive integer; or leave it out for any batch size")
-    if trained.config.env.kwargs.get("self_play"):
-        raise UsageError(
-            f"{trained.config.env.name} with self_play: the agent searches from Pgx's own game state, which "
-            "jax.export cannot take as an input; play it with podracer evaluate --opponent instead"
-        )
-    if trained.config.env.kwargs.get("observe_state"):
-        raise UsageError(
-            f"{trained.config.env.name} with observe_state: the agent searches from the environment's own state, "
-            "which jax.export cannot take as an input; play it with podracer evaluate instead"
-        )
+    for option, (state, command) in SEARCHED_STATES.items():
+        if trained.config.env.kwargs.get(option):
+            raise UsageError(
+                f"{trained.config.env.name} with {option}: the agent searches from {state}, which jax.export cannot "
+                f"take as an input; play it with {command} instead"
+            )
     if importlib.util.find_spec("flatbuffers") is None:
         raise UsageError("exporting a policy needs FlatBuffers, for jax.export: pip install 'podracer[export]'")
 

@@ -59,7 +59,7 @@ from podracer.agents.trajectory import Trajectory, transitions, without_observed
 from podracer.config import field_checks
 from podracer.config.errors import ConfigError
 from podracer.devices.per_device import PerDevice
-from podracer.envs.actions import ACTION_MASK, GAME_STATE
+from podracer.envs.actions import ACTION_MASK, GAME_STATE, without_entry
 from podracer.envs.env_registry import split_suite, with_config_kwargs
 from podracer.envs.timestep import LAST
 
@@ -199,7 +199,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> AlphaZeroState:
         check_game(observation_spec, game)
-        stored_spec = {name: spec for name, spec in observation_spec.items() if name != GAME_STATE}
+        stored_spec = without_entry(observation_spec, GAME_STATE)
         params = networks.init_params(key, network, stored_spec, action_spec)
         extras = {
             "search_policy": jax.ShapeDtypeStruct((action_spec.num_values,), jnp.float32),

@@ -59,7 +59,7 @@ from podracer.agents.models import support
 from podracer.agents.trajectory import Trajectory, without_observed
 from podracer.config import field_checks, settings
 from podracer.config.errors import ConfigError
-from podracer.envs.actions import ENV_STATE
+from podracer.envs.actions import ENV_STATE, without_entry
 from podracer.envs.env_registry import with_config_kwargs
 from podracer.envs.observed_state import ObservesState
 
@@ -160,6 +160,12 @@ def rules(env: ObservesState, gamma: float, sample_settings: SampleSettings) -> 
     return step
 
 
+def spec_signature(spec: Any) -> tuple:
+    """A spec's structure and every leaf's shape and dtype: what tells one environment's observations from another's."""
+    leaves, structure = jax.tree.flatten(spec)
+    return structure, [(leaf.shape, leaf.dtype) for leaf in leaves]
+
+
 def check_model(observation_spec: Any, env: ObservesState) -> None:
     """`ConfigError` unless the observations carry the state of the environment the search steps."""
     if not isinstance(observation_spec, dict) or ENV_STATE not in observation_spec:
@@ -168,10 +174,7 @@ def check_model(observation_spec: Any, env: ObservesState) -> None:
             "Sampled AlphaZero searches from the environment's state, and the environment does not observe it",
             "set --config.env.kwargs.observe_state=True",
         )
-    shapes = functools.partial(jax.tree.map, lambda spec: (spec.shape, spec.dtype))
-    if jax.tree.structure(observation_spec) != jax.tree.structure(env.observation_spec()) or shapes(
-        observation_spec
-    ) != shapes(env.observation_spec()):
+    if spec_signature(observation_spec) != spec_signature(env.observation_spec()):
         raise ConfigError(
             "env.name",
             "the environment trained on is not the one config.env.name builds, whose step the search runs",
@@ -190,7 +193,7 @@ def build(config: ConfigDict, num_updates: int) -> Agent:
 
     def init(key: chex.PRNGKey, observation_spec: Any, action_spec: Any) -> muzero.MuZeroState:
         check_model(observation_spec, env)
-        stored_spec = {name: spec for name, spec in observation_spec.items() if name != ENV_STATE}
+        stored_spec = without_entry(observation_spec, ENV_STATE)
         module = sampled_model.make_policy_value(network, stored_spec, action_spec, agent_config.support_size)
         params = cn.init_model(key, module, stored_spec)
         action, extras = sampled_muzero.stored(sample_settings)(action_spec)
