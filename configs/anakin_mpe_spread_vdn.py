@@ -12,9 +12,9 @@ one-hot id; 1e7 environment steps. JaxMARL's team reward is the sum of the
 agents' rewards: `reward_scale = 3` times their mean. Where the script samples
 whole rollouts that began at an environment reset and replays them from a
 zero state, podracer's buffer keeps unbroken rows of steps and replays
-sequences of 26 transitions from the GRU state acting had at their first step
-(R2D2's stored state); a time limit bootstraps where the script treats it as
-terminal.
+sequences of 26 steps from the GRU state acting had at their first step
+(R2D2's stored state), training on their 25 transitions as the script does on
+a rollout's; a time limit bootstraps where the script treats it as terminal.
 """
 
 from podracer import defaults
@@ -28,7 +28,7 @@ def get_config():
     config.total_steps = 9_999_808  # 48,076 updates of 8 x 26 steps: JaxMARL's int(1e7 / 26 / 8).
     config.agent.gamma = 0.9
     config.agent.reward_scale = 3.0  # JaxMARL's team reward: the agents' sum.
-    config.agent.sequence_length = 26
+    config.agent.sequence_length = 25  # Trained transitions: 26 steps sampled, as the script's rollouts.
     config.agent.buffer_size = 130_000
     config.agent.min_replay_size = 10_000
     config.agent.batch_size = 32

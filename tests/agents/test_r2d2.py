@@ -198,6 +198,26 @@ def test_burn_in_warms_the_state_but_takes_no_gradient():
     assert optax.tree.norm(expected) > 0
 
 
+def test_the_bootstrap_steps_keep_their_values_and_take_no_gradient():
+    """Cutting the unroll after the trained steps changes no Q-value and no gradient of the trained steps' values;
+    the bootstrap steps after them carry none."""
+    trained = 4
+    trajectory = recurrent_replay.from_stored_state(sampled_sequences(seed=5, core="gru").trajectory)
+    params = q_network_params("gru", 0)
+
+    def q_values(p, cut):
+        return recurrent_replay.online_q_values(p, trajectory, 1, trained=trained if cut else None)
+
+    np.testing.assert_allclose(q_values(params, True), q_values(params, False), rtol=1e-6, atol=1e-6)
+    trained_grads = [jax.grad(lambda p, cut=cut: jnp.sum(q_values(p, cut)[:trained] ** 2))(params) for cut in (1, 0)]
+    for got, want in zip(*map(jax.tree.leaves, trained_grads), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert optax.tree.norm(trained_grads[0]) > 0
+    tail = jax.grad(lambda p: jnp.sum(q_values(p, True)[trained:] ** 2))(params)
+    assert optax.tree.norm(tail) == 0
+    assert optax.tree.norm(jax.grad(lambda p: jnp.sum(q_values(p, False)[trained:] ** 2))(params)) > 0
+
+
 def test_a_recurrent_dqn_acts_from_its_state_stores_the_state_it_was_given_and_restarts_at_first():
     config = podracer.defaults("dqn")
     config.network = network_config("lstm")

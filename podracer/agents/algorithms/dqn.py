@@ -151,7 +151,7 @@ def loss(
     """
     trajectory = recurrent_replay.from_stored_state(sample.trajectory)
     length = loss_settings.sequence_length
-    q_values = recurrent_replay.online_q_values(params, trajectory, loss_settings.burn_in)
+    q_values = recurrent_replay.online_q_values(params, trajectory, loss_settings.burn_in, trained=length)
     q_target = networks.unroll_trajectory(networks.unroll, target_params, trajectory)
     targets = sequence_targets(
         trajectory,

@@ -13,7 +13,8 @@ never acted in; R2D2 instead
   ("burn-in"): no loss on them and no gradient through them, the state they
   leave stop-gradient'ed (`online_q_values`); the remaining steps up to
   `sequence_length` are trained, each with its full n-step target
-  (`trained_mask`), and the last n sampled steps only supply the bootstraps;
+  (`trained_mask`), and the last n sampled steps only supply the bootstraps
+  (their outputs carry no gradient either: the backward loop stops short);
 - sets a sequence's priority to a mix of the largest and the mean absolute TD
   error of its trained transitions, p = eta max_i |delta_i| + (1 - eta)
   mean |delta|, eta = 0.9 (Section 2.3; `sequence_priorities`).
@@ -64,22 +65,36 @@ def from_stored_state(trajectory: Trajectory) -> Trajectory:
 
 
 def online_q_values(
-    params: networks.NetworkParams, trajectory: Trajectory, burn_in: int, unroll_fn: Callable = networks.unroll
+    params: networks.NetworkParams,
+    trajectory: Trajectory,
+    burn_in: int,
+    unroll_fn: Callable = networks.unroll,
+    trained: int | None = None,
 ) -> Any:
     """The online network's outputs over sampled sequences `[L, S]`, from their initial state: Q-values `[L, S, A]`,
     or what another `unroll_fn(params, state, observation, first)` gives (a distributional network's).
 
-    The first `burn_in` timesteps only warm the state: their outputs and the
-    state they leave carry no gradient (Kapturowski et al. 2019, Section 3).
+    Only the steps from `burn_in` up to `trained` (the whole sequence by
+    default) carry gradient: the first `burn_in` timesteps only warm the state,
+    their outputs and the state they leave stop-gradient'ed (Kapturowski et al.
+    2019, Section 3); the steps after `trained` only supply the bootstraps'
+    actions, so a recurrent network's backward loop stops short of them (a
+    feed-forward network's products cover every step at once: it takes the
+    sequence whole).
     """
     timestep = trajectory.timestep
-    inputs = (timestep.observation, timestep.step_type == FIRST)
-    if not burn_in:
-        return unroll_fn(params, trajectory.initial_state(), *inputs)[1]
-    prefix, rest = jax.tree.map(lambda x: x[:burn_in], inputs), jax.tree.map(lambda x: x[burn_in:], inputs)
-    state, warm = jax.lax.stop_gradient(unroll_fn(params, trajectory.initial_state(), *prefix))
-    _, outputs = unroll_fn(params, state, *rest)
-    return jax.tree.map(lambda before, after: jnp.concatenate([before, after]), warm, outputs)
+    inputs, state, pieces = (timestep.observation, timestep.step_type == FIRST), trajectory.initial_state(), []
+    steps = timestep.step_type.shape[0]
+    bounds = [0, burn_in, steps if trained is None or not jax.tree.leaves(state) else trained, steps]
+    for index, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        if start == stop:
+            continue
+        piece = jax.tree.map(lambda x, start=start, stop=stop: x[start:stop], inputs)
+        state, outputs = unroll_fn(params, state, *piece)
+        if index != 1:  # Burn-in, or the bootstrap steps: no gradient.
+            state, outputs = jax.lax.stop_gradient((state, outputs))
+        pieces.append(outputs)
+    return jax.tree.map(lambda *parts: jnp.concatenate(parts), *pieces)
 
 
 def trained_mask(trajectory: Trajectory, burn_in: int, sequence_length: int) -> chex.Array:

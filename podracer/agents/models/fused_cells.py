@@ -93,13 +93,12 @@ def gru_gates(hidden_kernel: jnp.ndarray, hn_bias: jnp.ndarray, h: jnp.ndarray, 
 
 
 def _gru_forward(hidden_kernel, hn_bias, products, state, fresh, first) -> tuple:
-    """The sequence's `(state, outputs)` and, for its gradient, each step's reset state and gates."""
+    """The sequence's `(state, outputs)` and, for its gradient, each step's gates (r, z, m, n)."""
 
     def reset_and_step(h: jnp.ndarray, inputs: tuple) -> tuple:
         step_products, step_first = inputs
-        h = reset_at_first(h, fresh, step_first)
-        new, gates = gru_gates(hidden_kernel, hn_bias, h, step_products)
-        return new, (new, (h, *gates))
+        new, gates = gru_gates(hidden_kernel, hn_bias, reset_at_first(h, fresh, step_first), step_products)
+        return new, (new, gates)
 
     last, (outputs, saved) = jax.lax.scan(reset_and_step, state, (products, first))
     return (last, outputs), saved
@@ -148,8 +147,16 @@ def _gru_backward(residuals: tuple, cotangents: tuple) -> tuple:
 
 
 def _gru_forward_with_residuals(hidden_kernel, hn_bias, products, state, fresh, first) -> tuple:
-    outputs, saved = _gru_forward(hidden_kernel, hn_bias, products, state, fresh, first)
-    return outputs, (hidden_kernel, saved, first)
+    """The forward pass, and what `_gru_backward` reads: each step's state `h` (after its reset) and gates.
+
+    The states are the outputs shifted by a step and reset, taken after the
+    loop: one array fewer for the loop to write each step (VDN's gradient on
+    MPE spread about 2% quicker).
+    """
+    (last, outputs), gates = _gru_forward(hidden_kernel, hn_bias, products, state, fresh, first)
+    given = jnp.concatenate([state[None], outputs[:-1]])  # The state each step was given, before its reset.
+    states = jnp.where(first[..., None], fresh[None], given)
+    return (last, outputs), (hidden_kernel, (states, *gates), first)
 
 
 gru_sequence.defvjp(_gru_forward_with_residuals, _gru_backward)

@@ -65,12 +65,15 @@ class LossSettings:
     priority_eta: float
 
 
-def agents_q_values(params: networks.NetworkParams, trajectory: Trajectory, burn_in: int) -> chex.Array:
+def agents_q_values(
+    params: networks.NetworkParams, trajectory: Trajectory, burn_in: int, trained: int | None = None
+) -> chex.Array:
     """Every agent's Q-values `[L, S, N, A]` over sequences `[L, S]` of the environment's steps, each agent reading its
-    own observation and one-hot id, from the state stored per agent `[1, S, N, ...]` (`burn_in` steps warm it)."""
+    own observation and one-hot id, from the state stored per agent `[1, S, N, ...]` (`burn_in` steps warm it, and
+    only those up to `trained` carry gradient: `recurrent_replay.online_q_values`)."""
     agents = trajectory.timestep.reward.shape[-1]
     view = jax.tree.map(per_agent.merge_agent_axis, per_agent.agents_trajectory(trajectory, with_id=True))
-    q_values = recurrent_replay.online_q_values(params, view, burn_in)
+    q_values = recurrent_replay.online_q_values(params, view, burn_in, trained=trained)
     return q_values.reshape(q_values.shape[:1] + (-1, agents) + q_values.shape[2:])
 
 
@@ -92,12 +95,14 @@ def team_transitions(rewards: chex.Array, discounts: chex.Array, mixer: str) -> 
 
 
 def n_step_targets(
-    rewards: chex.Array, discounts: chex.Array, ends_episode: chex.Array, values: chex.Array, n_step: int
+    rewards: chex.Array, discounts: chex.Array, ends_episode: chex.Array, next_values: chex.Array, n_step: int
 ) -> chex.Array:
     """The n-step targets `[T - n + 1, S, K]` of the mixed values: rewards and discounts `[T, S, K]`, the episode's
-    ends `[T, S]`, the target's mixed bootstrap values `[T + 1, S, K]` (`returns.n_step_returns` per k)."""
-    chex.assert_equal_shape([rewards, discounts, values[1:]])
+    ends `[T, S]`, the target's mixed bootstrap values of the steps reached, 1 to T, `[T, S, K]`
+    (`returns.n_step_returns` per k, which never bootstraps from step 0)."""
+    chex.assert_equal_shape([rewards, discounts, next_values])
     lambdas = jnp.broadcast_to((1.0 - ends_episode)[..., None], rewards.shape)
+    values = jnp.concatenate([jnp.zeros_like(next_values[:1]), next_values])  # Step 0's value is never read.
     flat = [x.reshape(x.shape[0], -1) for x in (rewards, discounts, values, lambdas)]
     return n_step_returns(*flat, n_step).reshape((-1,) + rewards.shape[1:])
 
@@ -113,12 +118,14 @@ def loss(
     """
     trajectory = recurrent_replay.from_stored_state(sample.trajectory)
     length = settings.sequence_length
-    q_values = agents_q_values(params.agent, trajectory, settings.burn_in)
+    q_values = agents_q_values(params.agent, trajectory, settings.burn_in, length)
     target_view = jax.tree.map(per_agent.merge_agent_axis, per_agent.agents_trajectory(trajectory, with_id=True))
     q_target = networks.unroll_trajectory(networks.unroll, target_params.agent, target_view).reshape(q_values.shape)
     state = trajectory.timestep.observation.get(GLOBAL_STATE)
-    next_values = bootstrap_values(jax.lax.stop_gradient(q_values), q_target, settings.double_q)
-    next_mixed = mixers.mix(settings.mixer, mixer, target_params.mixer, next_values, state)
+    next_values = bootstrap_values(jax.lax.stop_gradient(q_values[1:]), q_target[1:], settings.double_q)
+    next_mixed = mixers.mix(
+        settings.mixer, mixer, target_params.mixer, next_values, None if state is None else state[1:]
+    )
     tr = transitions(trajectory, settings.gamma, settings.reward_clip)
     rewards, discounts = team_transitions(settings.reward_scale * tr.rewards, tr.discounts, settings.mixer)
     targets = n_step_targets(rewards, discounts, tr.ends_episode, next_mixed, settings.n_step)
