@@ -3,7 +3,7 @@
 One recurrent Q-network, shared by the agents and told apart by their one-hot
 ids (JaxMARL's `baselines/QLearning`, pymarl's parameter sharing), gives every
 agent's utilities Q_a(tau_a, .) over a sampled sequence `[L, S]` of the
-environment's steps (`agents_q_values`), replayed R2D2-style from the state
+environment's steps (`agents_view`), replayed R2D2-style from the state
 stored with the sequence's first step (`recurrent_replay`). A mixer
 (`mixers`) turns the agents' chosen values into the team's (or, for
 independent Q-learning, leaves them each agent's), and the loss is the
@@ -65,15 +65,14 @@ class LossSettings:
     priority_eta: float
 
 
-def agents_q_values(
-    params: networks.NetworkParams, trajectory: Trajectory, burn_in: int, trained: int | None = None
-) -> chex.Array:
-    """Every agent's Q-values `[L, S, N, A]` over sequences `[L, S]` of the environment's steps, each agent reading its
-    own observation and one-hot id, from the state stored per agent `[1, S, N, ...]` (`burn_in` steps warm it, and
-    only those up to `trained` carry gradient: `recurrent_replay.online_q_values`)."""
-    agents = trajectory.timestep.reward.shape[-1]
-    view = jax.tree.map(per_agent.merge_agent_axis, per_agent.agents_trajectory(trajectory, with_id=True))
-    q_values = recurrent_replay.online_q_values(params, view, burn_in, trained=trained)
+def agents_view(trajectory: Trajectory) -> Trajectory:
+    """Sampled sequences `[L, S]` of the environment's steps as the shared Q-network reads them, `[L, S * N]`: each
+    agent's own observation and one-hot id, from the state stored per agent `[1, S, N, ...]`."""
+    return jax.tree.map(per_agent.merge_agent_axis, per_agent.agents_trajectory(trajectory, with_id=True))
+
+
+def split_agents(q_values: chex.Array, agents: int) -> chex.Array:
+    """Q-values `[L, S * N, A]` of `agents_view` as every agent's `[L, S, N, A]`."""
     return q_values.reshape(q_values.shape[:1] + (-1, agents) + q_values.shape[2:])
 
 
@@ -118,9 +117,11 @@ def loss(
     """
     trajectory = recurrent_replay.from_stored_state(sample.trajectory)
     length = settings.sequence_length
-    q_values = agents_q_values(params.agent, trajectory, settings.burn_in, length)
-    target_view = jax.tree.map(per_agent.merge_agent_axis, per_agent.agents_trajectory(trajectory, with_id=True))
-    q_target = networks.unroll_trajectory(networks.unroll, target_params.agent, target_view).reshape(q_values.shape)
+    view, agents = agents_view(trajectory), trajectory.timestep.reward.shape[-1]
+    q_values = split_agents(
+        recurrent_replay.online_q_values(params.agent, view, settings.burn_in, trained=length), agents
+    )
+    q_target = split_agents(networks.unroll_trajectory(networks.unroll, target_params.agent, view), agents)
     state = trajectory.timestep.observation.get(GLOBAL_STATE)
     next_values = bootstrap_values(jax.lax.stop_gradient(q_values[1:]), q_target[1:], settings.double_q)
     next_mixed = mixers.mix(
